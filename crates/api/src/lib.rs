@@ -1,0 +1,25 @@
+//! Resource types Coxswain reads, and [`Snapshot`]: every object the gateway
+//! cares about as plain values. Providers (files, Kubernetes) build snapshots;
+//! the translator reads them. No I/O and no client here.
+//!
+//! Gateway API types come from the `gateway-api` crate (kube-rs project,
+//! generated from the upstream CRDs); core types from `k8s-openapi`.
+
+mod key;
+mod snapshot;
+
+pub use key::ObjectKey;
+pub use snapshot::{Object, Snapshot};
+
+pub use gateway_api;
+pub use k8s_openapi;
+
+pub use gateway_api::apis::standard::gatewayclasses::GatewayClass;
+pub use gateway_api::apis::standard::gateways::Gateway;
+pub use gateway_api::apis::standard::httproutes::HttpRoute;
+pub use gateway_api::apis::standard::referencegrants::ReferenceGrant;
+pub use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
+pub use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+/// The Gateway API group.
+pub const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";

@@ -1,0 +1,53 @@
+use serde::{Deserialize, Serialize};
+
+/// A request or response transformation, applied in the order given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Filter {
+    RequestHeaders(HeaderModifier),
+    ResponseHeaders(HeaderModifier),
+    /// Answers the request itself; no backend is contacted.
+    Redirect(Redirect),
+    Rewrite(Rewrite),
+}
+
+/// Header edits. Names are lower-case; `set` replaces, `add` appends,
+/// `remove` deletes every value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeaderModifier {
+    pub set: Vec<Header>,
+    pub add: Vec<Header>,
+    pub remove: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub name: String,
+    pub value: String,
+}
+
+/// RequestRedirect. `None` fields keep the request's value. When `port` is
+/// `None` the proxy derives it as the spec says: the well-known port of an
+/// explicit scheme, otherwise the listener's port; a well-known port for the
+/// final scheme is omitted from `Location`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Redirect {
+    pub scheme: Option<String>,
+    pub hostname: Option<String>,
+    pub port: Option<u16>,
+    pub path: Option<PathModifier>,
+    pub status_code: u16,
+}
+
+/// URLRewrite: what the upstream sees instead of the client's host/path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rewrite {
+    pub hostname: Option<String>,
+    pub path: Option<PathModifier>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum PathModifier {
+    ReplaceFullPath(String),
+    /// Replaces the matched `PathPrefix` (valid only with a prefix match).
+    ReplacePrefixMatch(String),
+}

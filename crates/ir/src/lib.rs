@@ -1,0 +1,54 @@
+//! Coxswain's intermediate representation (IR): the compiled routing world the
+//! proxy serves. The translator produces it from Gateway API objects; the proxy
+//! compiles it into lookup tables. Nothing here knows about Kubernetes.
+//!
+//! Ordering contract: every `Vec` in the IR is in a deterministic order chosen by
+//! the translator. In particular `GatewayListener::routes` is ordered by the
+//! spec's tie-breakers (oldest route first, then namespace/name, then rule
+//! index); the proxy stable-sorts matches by [`MatchSpecificity`] so that order
+//! decides only among equally specific matches.
+
+mod cluster;
+mod filter;
+mod hostname;
+mod listener;
+mod precedence;
+mod route;
+
+pub use cluster::{Cluster, Endpoint, UpstreamProtocol};
+pub use filter::{Filter, Header, HeaderModifier, PathModifier, Redirect, Rewrite};
+pub use hostname::{Hostname, HostnameError};
+pub use listener::{GatewayListener, Listener, ListenerProtocol};
+pub use precedence::{HostSpecificity, MatchSpecificity};
+pub use route::{
+    BackendTarget, HeaderMatch, PathMatch, QueryMatch, Route, RouteId, RouteMatch, StringMatch,
+    Timeouts, WeightedBackend,
+};
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever the IR's wire shape changes incompatibly.
+pub const IR_VERSION: u32 = 1;
+
+/// Upper bound (bytes) on the compiled size of any regular expression in the IR.
+/// The translator rejects larger patterns; the proxy compiles with this limit.
+pub const MAX_REGEX_SIZE: usize = 256 * 1024;
+
+/// The whole routing world at one instant.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub ir_version: u32,
+    /// Sockets to serve, sorted by (address, port).
+    pub listeners: Vec<Listener>,
+    /// Upstream clusters referenced by routes, sorted by name.
+    pub clusters: Vec<Cluster>,
+}
+
+impl Config {
+    pub fn cluster(&self, name: &str) -> Option<&Cluster> {
+        self.clusters
+            .binary_search_by(|c| c.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.clusters[i])
+    }
+}

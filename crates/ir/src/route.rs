@@ -1,0 +1,91 @@
+use serde::{Deserialize, Serialize};
+
+use crate::{Filter, Hostname};
+
+/// One HTTPRoute rule as attached to one Gateway listener.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Route {
+    pub id: RouteId,
+    /// Effective hostnames (route ∩ listener). Empty matches every Host the
+    /// listener accepts.
+    pub hostnames: Vec<Hostname>,
+    /// Never empty: a rule without matches gets `PathPrefix /`.
+    pub matches: Vec<RouteMatch>,
+    /// Rule-level filters in spec order.
+    pub filters: Vec<Filter>,
+    /// Empty (or all weights 0) with no redirect answers 500.
+    pub backends: Vec<WeightedBackend>,
+    pub timeouts: Timeouts,
+}
+
+/// Where a route came from: used for metrics labels, logs and `/config`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteId {
+    pub namespace: String,
+    pub name: String,
+    pub rule_index: u32,
+    pub rule_name: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RouteMatch {
+    pub path: PathMatch,
+    /// Upper-case HTTP method.
+    pub method: Option<String>,
+    /// All must match. Names are lower-case.
+    pub headers: Vec<HeaderMatch>,
+    /// All must match. Names are case-sensitive.
+    pub query: Vec<QueryMatch>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum PathMatch {
+    Exact(String),
+    /// Matches whole path segments: `/foo` matches `/foo` and `/foo/bar`,
+    /// never `/foobar`. A trailing `/` in the value is ignored except for `/`.
+    Prefix(String),
+    /// Anchored to the full path (`^(?:re)$`), Rust `regex` syntax.
+    Regex(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeaderMatch {
+    pub name: String,
+    pub value: StringMatch,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueryMatch {
+    pub name: String,
+    pub value: StringMatch,
+}
+
+/// Exact compares the whole value; Regex is unanchored (matches anywhere).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum StringMatch {
+    Exact(String),
+    Regex(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WeightedBackend {
+    pub weight: u32,
+    pub target: BackendTarget,
+    /// backendRef-level filters (header modifiers only).
+    pub filters: Vec<Filter>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum BackendTarget {
+    /// Name of a [`crate::Cluster`] in the same config.
+    Cluster(String),
+    /// A backendRef that did not resolve: its share of traffic gets 500.
+    Invalid { reason: String },
+}
+
+/// HTTPRoute `timeouts`, in milliseconds. `None` means no timeout.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeouts {
+    pub request_ms: Option<u64>,
+    pub backend_request_ms: Option<u64>,
+}
