@@ -27,12 +27,16 @@ impl Hostname {
         let lower = value.to_ascii_lowercase();
         let body = lower.strip_prefix("*.").unwrap_or(&lower);
         if body.is_empty() || body.len() > 253 {
-            return Err(HostnameError(format!("hostname {value:?} is empty or too long")));
+            return Err(HostnameError(format!(
+                "hostname {value:?} is empty or too long"
+            )));
         }
         for label in body.split('.') {
             let valid = !label.is_empty()
                 && label.len() <= 63
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-');
             if !valid {
@@ -41,8 +45,12 @@ impl Hostname {
                 )));
             }
         }
-        if body.parse::<std::net::IpAddr>().is_ok() || body.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-            return Err(HostnameError(format!("hostname {value:?} must not be an IP address")));
+        if body.parse::<std::net::IpAddr>().is_ok()
+            || body.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        {
+            return Err(HostnameError(format!(
+                "hostname {value:?} must not be an IP address"
+            )));
         }
         Ok(Hostname(lower))
     }
@@ -126,18 +134,41 @@ mod tests {
 
     #[test]
     fn intersection_picks_the_more_specific() {
-        assert_eq!(Hostname::intersect(&h("*.example.com"), &h("a.example.com")), Some(h("a.example.com")));
-        assert_eq!(Hostname::intersect(&h("a.example.com"), &h("*.example.com")), Some(h("a.example.com")));
-        assert_eq!(Hostname::intersect(&h("*.example.com"), &h("*.a.example.com")), Some(h("*.a.example.com")));
-        assert_eq!(Hostname::intersect(&h("*.a.example.com"), &h("*.example.com")), Some(h("*.a.example.com")));
-        assert_eq!(Hostname::intersect(&h("*.example.com"), &h("*.example.com")), Some(h("*.example.com")));
-        assert_eq!(Hostname::intersect(&h("a.example.com"), &h("b.example.com")), None);
-        assert_eq!(Hostname::intersect(&h("*.example.com"), &h("*.example.net")), None);
+        assert_eq!(
+            Hostname::intersect(&h("*.example.com"), &h("a.example.com")),
+            Some(h("a.example.com"))
+        );
+        assert_eq!(
+            Hostname::intersect(&h("a.example.com"), &h("*.example.com")),
+            Some(h("a.example.com"))
+        );
+        assert_eq!(
+            Hostname::intersect(&h("*.example.com"), &h("*.a.example.com")),
+            Some(h("*.a.example.com"))
+        );
+        assert_eq!(
+            Hostname::intersect(&h("*.a.example.com"), &h("*.example.com")),
+            Some(h("*.a.example.com"))
+        );
+        assert_eq!(
+            Hostname::intersect(&h("*.example.com"), &h("*.example.com")),
+            Some(h("*.example.com"))
+        );
+        assert_eq!(
+            Hostname::intersect(&h("a.example.com"), &h("b.example.com")),
+            None
+        );
+        assert_eq!(
+            Hostname::intersect(&h("*.example.com"), &h("*.example.net")),
+            None
+        );
     }
 
     #[test]
     fn rejects_invalid_names() {
-        for bad in ["", "*", "a..b", "-a.com", "1.2.3.4", "a_b.com", "*.*.com", "a.com:80"] {
+        for bad in [
+            "", "*", "a..b", "-a.com", "1.2.3.4", "a_b.com", "*.*.com", "a.com:80",
+        ] {
             assert!(Hostname::parse(bad).is_err(), "{bad} should be rejected");
         }
         assert_eq!(h("Foo.Example.COM").as_str(), "foo.example.com");

@@ -45,7 +45,9 @@ pub struct Proxy {
 impl Proxy {
     pub fn new(options: ProxyOptions) -> Self {
         let _ = options;
-        Proxy { _inner: Arc::new(()) }
+        Proxy {
+            _inner: Arc::new(()),
+        }
     }
 
     /// Compiles `config`, binds sockets it adds, closes sockets it removes

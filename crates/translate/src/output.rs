@@ -20,3 +20,52 @@ pub struct Statuses {
     pub gateways: BTreeMap<ObjectKey, GatewayStatus>,
     pub http_routes: BTreeMap<ObjectKey, HttpRouteStatus>,
 }
+
+impl Statuses {
+    /// The computed `status` of one object as JSON, for writing back or
+    /// printing. `kind` is the Kubernetes kind (`Gateway`, `HTTPRoute`, ...).
+    pub fn status_json(&self, kind: &str, key: &ObjectKey) -> Option<serde_json::Value> {
+        let value = match kind {
+            "GatewayClass" => serde_json::to_value(self.gateway_classes.get(key)?),
+            "Gateway" => serde_json::to_value(self.gateways.get(key)?),
+            "HTTPRoute" => serde_json::to_value(self.http_routes.get(key)?),
+            _ => return None,
+        };
+        value.ok()
+    }
+}
+
+impl Output {
+    /// True when every object we are responsible for is accepted and every
+    /// route's references resolved (what `coxswain check` exits 0 on).
+    pub fn all_accepted(&self) -> bool {
+        let ok = |conditions: &[coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+                  kinds: &[&str]| {
+            conditions
+                .iter()
+                .filter(|c| kinds.contains(&c.type_.as_str()))
+                .all(|c| c.status == "True")
+        };
+        let classes = self
+            .statuses
+            .gateway_classes
+            .values()
+            .all(|s| ok(s.conditions.as_deref().unwrap_or_default(), &["Accepted"]));
+        let gateways = self.statuses.gateways.values().all(|s| {
+            ok(
+                s.conditions.as_deref().unwrap_or_default(),
+                &["Accepted", "Programmed"],
+            ) && s
+                .listeners
+                .iter()
+                .flatten()
+                .all(|l| ok(&l.conditions, &["Accepted", "ResolvedRefs", "Programmed"]))
+        });
+        let routes = self.statuses.http_routes.values().all(|s| {
+            s.parents
+                .iter()
+                .all(|p| ok(&p.conditions, &["Accepted", "ResolvedRefs"]))
+        });
+        classes && gateways && routes
+    }
+}
