@@ -1,0 +1,86 @@
+//! Reads a scenario: multi-document Kubernetes YAML into typed objects (for
+//! the snapshot) and their original JSON form (for the rendered output).
+
+use std::sync::Arc;
+
+use coxswain_api::{Object, Snapshot};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One input document: as written (namespace defaulted) and typed.
+pub struct InputObject {
+    pub value: Value,
+    pub object: Object,
+}
+
+/// Parses every non-empty document of `text`.
+pub fn parse_objects(text: &str) -> Result<Vec<InputObject>, String> {
+    let mut objects = Vec::new();
+    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let yaml = serde_yaml_ng::Value::deserialize(document)
+            .map_err(|e| format!("document {index}: {e}"))?;
+        if yaml.is_null() {
+            continue;
+        }
+        let mut value =
+            serde_json::to_value(&yaml).map_err(|e| format!("document {index}: {e}"))?;
+        default_namespace(&mut value);
+        let object = typed(&value).map_err(|e| format!("document {index}: {e}"))?;
+        objects.push(InputObject { value, object });
+    }
+    Ok(objects)
+}
+
+pub fn snapshot(objects: &[InputObject]) -> Snapshot {
+    let mut snapshot = Snapshot::default();
+    for input in objects {
+        snapshot.insert(input.object.clone());
+    }
+    snapshot
+}
+
+fn kind_of(value: &Value) -> &str {
+    value.get("kind").and_then(Value::as_str).unwrap_or_default()
+}
+
+fn is_cluster_scoped(kind: &str) -> bool {
+    matches!(kind, "GatewayClass" | "Namespace")
+}
+
+/// Namespaced objects written without a namespace live in `default`.
+fn default_namespace(value: &mut Value) {
+    if is_cluster_scoped(kind_of(value)) {
+        return;
+    }
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.entry("namespace")
+            .or_insert_with(|| Value::String("default".into()));
+    }
+}
+
+fn typed(value: &Value) -> Result<Object, String> {
+    fn parse<T: serde::de::DeserializeOwned>(value: &Value) -> Result<Arc<T>, String> {
+        serde_json::from_value(value.clone())
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let object = match (api_version, kind_of(value)) {
+        ("gateway.networking.k8s.io/v1", "GatewayClass") => Object::GatewayClass(parse(value)?),
+        ("gateway.networking.k8s.io/v1", "Gateway") => Object::Gateway(parse(value)?),
+        ("gateway.networking.k8s.io/v1", "HTTPRoute") => Object::HttpRoute(parse(value)?),
+        ("gateway.networking.k8s.io/v1beta1" | "gateway.networking.k8s.io/v1", "ReferenceGrant") => {
+            Object::ReferenceGrant(parse(value)?)
+        }
+        ("v1", "Service") => Object::Service(parse(value)?),
+        ("v1", "Namespace") => Object::Namespace(parse(value)?),
+        ("v1", "Secret") => Object::Secret(parse(value)?),
+        ("v1", "ConfigMap") => Object::ConfigMap(parse(value)?),
+        ("discovery.k8s.io/v1", "EndpointSlice") => Object::EndpointSlice(parse(value)?),
+        (api_version, kind) => return Err(format!("unsupported object {api_version} {kind}")),
+    };
+    Ok(object)
+}
