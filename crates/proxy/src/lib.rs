@@ -2,11 +2,31 @@
 //! compiles it into lookup tables off the hot path and swaps them in
 //! atomically. Depends on the IR only — never on Gateway API types or kube.
 
+mod forward;
+mod handler;
+pub mod http;
+mod metrics;
+mod route;
+pub mod router;
+mod server;
+mod upstream;
+
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use coxswain_ir::Config;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use handler::Shared;
+use metrics::Metrics;
+pub use route::CompiledRoute;
+use router::Router;
+use server::ListenerTask;
 
 /// Tunables that are not part of the routing config.
 #[derive(Clone, Debug)]
@@ -36,17 +56,39 @@ pub struct ApplyReport {
     pub failed: Vec<(SocketAddr, String)>,
 }
 
+struct Inner {
+    options: ProxyOptions,
+    shared: Arc<Shared>,
+    config: ArcSwap<Config>,
+    /// Serialises apply/shutdown; maps configured socket -> accept loop.
+    listeners: tokio::sync::Mutex<HashMap<SocketAddr, ListenerTask>>,
+    /// Accept loops of removed sockets that are still draining.
+    draining: Mutex<Vec<JoinHandle<()>>>,
+}
+
 /// A running proxy. Cheap to clone; all clones drive the same listeners.
 #[derive(Clone)]
 pub struct Proxy {
-    _inner: Arc<()>,
+    inner: Arc<Inner>,
 }
 
 impl Proxy {
     pub fn new(options: ProxyOptions) -> Self {
-        let _ = options;
+        let metrics = Arc::new(Metrics::default());
+        let shared = Shared {
+            table: ArcSwap::from_pointee(Router::default()),
+            upstreams: upstream::Upstreams::new(options.connect_timeout),
+            unmatched: metrics.route("").upstream(""),
+            metrics,
+        };
         Proxy {
-            _inner: Arc::new(()),
+            inner: Arc::new(Inner {
+                options,
+                shared: Arc::new(shared),
+                config: ArcSwap::from_pointee(Config::default()),
+                listeners: tokio::sync::Mutex::new(HashMap::new()),
+                draining: Mutex::new(Vec::new()),
+            }),
         }
     }
 
@@ -54,20 +96,87 @@ impl Proxy {
     /// (draining their connections) and atomically swaps routing tables.
     /// Requests already in flight finish on the config they started with.
     pub async fn apply(&self, config: Arc<Config>) -> ApplyReport {
-        let _ = config;
-        ApplyReport::default()
+        let inner = &self.inner;
+        let shared = &inner.shared;
+        let router = Router::compile_with(&config, &shared.metrics);
+        let mut listeners = inner.listeners.lock().await;
+        let desired: BTreeSet<SocketAddr> = config
+            .listeners
+            .iter()
+            .map(|l| SocketAddr::new(l.address, l.port))
+            .collect();
+
+        let mut report = ApplyReport::default();
+        let mut fresh = Vec::new();
+        for &addr in desired.iter().filter(|a| !listeners.contains_key(a)) {
+            match TcpListener::bind(addr).await {
+                Ok(listener) => fresh.push((addr, listener)),
+                Err(e) => {
+                    tracing::warn!(%addr, error = %e, "bind failed");
+                    report.failed.push((addr, e.to_string()));
+                }
+            }
+        }
+        let removed: Vec<SocketAddr> = listeners
+            .keys()
+            .filter(|a| !desired.contains(a))
+            .copied()
+            .collect();
+        for addr in removed {
+            if let Some(task) = listeners.remove(&addr) {
+                tracing::info!(%addr, "listener removed; draining");
+                let handle = task.stop();
+                let mut draining = inner
+                    .draining
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                draining.retain(|h| !h.is_finished());
+                draining.push(handle);
+            }
+        }
+
+        shared.table.store(Arc::new(router));
+        inner.config.store(config);
+        for (addr, listener) in fresh {
+            let task = server::spawn(listener, addr, shared.clone(), inner.options.drain_timeout);
+            listeners.insert(addr, task);
+        }
+        report.bound = desired
+            .iter()
+            .filter_map(|a| listeners.get(a).map(|t| t.local))
+            .collect();
+        shared
+            .metrics
+            .config_applies
+            .fetch_add(1, Ordering::Relaxed);
+        report
     }
 
     /// The config currently serving.
     pub fn config(&self) -> Arc<Config> {
-        Arc::new(Config::default())
+        self.inner.config.load_full()
     }
 
     /// Prometheus text exposition of the proxy's metrics.
     pub fn render_metrics(&self, out: &mut String) {
-        let _ = out;
+        self.inner.shared.metrics.render(out);
     }
 
     /// Stops accepting, then waits up to `drain_timeout` for in-flight requests.
-    pub async fn shutdown(&self) {}
+    pub async fn shutdown(&self) {
+        let mut handles: Vec<JoinHandle<()>> = {
+            let mut listeners = self.inner.listeners.lock().await;
+            listeners.drain().map(|(_, task)| task.stop()).collect()
+        };
+        handles.extend(
+            self.inner
+                .draining
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .drain(..),
+        );
+        for handle in handles {
+            let _ = handle.await;
+        }
+    }
 }

@@ -1,0 +1,198 @@
+//! Applies a matched route: filters, backend choice and the upstream call.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use http::header::{HOST, LOCATION};
+use http::{HeaderValue, Request, Response, StatusCode, Uri, Version};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use crate::handler::{ConnInfo, Shared};
+use crate::http::body::{ProxyBody, plain};
+use crate::http::headers::{X_FORWARDED_HOST, add_forwarded, strip_hop_by_hop};
+use crate::http::path::apply_modifier;
+use crate::http::redirect::{RedirectInput, location};
+use crate::metrics::StatusCounters;
+use crate::route::{CompiledRoute, HeaderEdits, RouteFilter, Target};
+use crate::router::CompiledMatch;
+use coxswain_ir::{Redirect, UpstreamProtocol};
+
+/// A response and the counters it is attributed to.
+pub struct Forwarded<'r> {
+    pub response: Response<ProxyBody>,
+    pub counters: &'r StatusCounters,
+}
+
+impl<'r> Forwarded<'r> {
+    pub fn local(route: &'r CompiledRoute, status: StatusCode, text: &'static str) -> Self {
+        Forwarded {
+            response: plain(status, text),
+            counters: &route.local_counters,
+        }
+    }
+}
+
+fn redirect_response(
+    r: &Redirect,
+    input: &RedirectInput<'_>,
+    matched: &CompiledMatch,
+) -> Response<ProxyBody> {
+    let status = StatusCode::from_u16(r.status_code)
+        .ok()
+        .filter(StatusCode::is_redirection)
+        .unwrap_or(StatusCode::FOUND);
+    match HeaderValue::from_str(&location(r, input, matched)) {
+        Ok(value) => {
+            let mut response = plain(status, "redirecting\n");
+            response.headers_mut().insert(LOCATION, value);
+            response
+        }
+        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "invalid redirect\n"),
+    }
+}
+
+pub async fn serve<'r>(
+    shared: &Shared,
+    conn: ConnInfo,
+    route: &'r CompiledRoute,
+    matched: &'r CompiledMatch,
+    host: String,
+    req: Request<Incoming>,
+) -> Forwarded<'r> {
+    let (mut parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let query = parts.uri.query().map(str::to_string);
+    let mut new_path = None;
+    let mut new_host = None;
+    let mut response_edits: Vec<&HeaderEdits> = Vec::new();
+    for filter in &route.filters {
+        match filter {
+            RouteFilter::RequestHeaders(edits) => edits.apply(&mut parts.headers),
+            RouteFilter::ResponseHeaders(edits) => response_edits.push(edits),
+            RouteFilter::Redirect(r) => {
+                let input = RedirectInput {
+                    host: &host,
+                    path: &path,
+                    query: query.as_deref(),
+                    listener_port: conn.socket.port(),
+                };
+                let response = redirect_response(r, &input, matched);
+                return Forwarded {
+                    response,
+                    counters: &route.local_counters,
+                };
+            }
+            RouteFilter::Rewrite(rw) => {
+                if let Some(h) = &rw.hostname {
+                    new_host = Some(h.clone());
+                }
+                if let Some(m) = &rw.path {
+                    new_path = apply_modifier(m, &path, matched).or(new_path);
+                }
+            }
+        }
+    }
+    let Some(backend) = route.choose_backend() else {
+        return Forwarded::local(route, StatusCode::INTERNAL_SERVER_ERROR, "no backend\n");
+    };
+    let local = |status, text| Forwarded {
+        response: plain(status, text),
+        counters: &backend.counters,
+    };
+    let cluster = match &backend.target {
+        Target::Cluster(c) => c,
+        Target::Invalid(reason) => {
+            tracing::debug!(route = %route.label, %reason, "invalid backend");
+            return local(StatusCode::INTERNAL_SERVER_ERROR, "invalid backend\n");
+        }
+    };
+    for filter in &backend.filters {
+        match filter {
+            RouteFilter::RequestHeaders(edits) => edits.apply(&mut parts.headers),
+            RouteFilter::ResponseHeaders(edits) => response_edits.push(edits),
+            RouteFilter::Redirect(_) | RouteFilter::Rewrite(_) => {}
+        }
+    }
+    let Some(endpoint) = cluster.next_endpoint() else {
+        return local(StatusCode::SERVICE_UNAVAILABLE, "no healthy upstream\n");
+    };
+
+    // Upstream request: same method and headers, new URI, cleaned headers.
+    strip_hop_by_hop(&mut parts.headers, true);
+    add_forwarded(&mut parts.headers, conn.client.ip());
+    let original_host = parts.headers.get(HOST).cloned().or_else(|| {
+        parts
+            .uri
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+    });
+    let host_value = match new_host.as_deref().map(HeaderValue::from_str) {
+        Some(Ok(rewritten)) => {
+            if let Some(original) = &original_host
+                && !parts.headers.contains_key(X_FORWARDED_HOST)
+            {
+                parts.headers.insert(X_FORWARDED_HOST, original.clone());
+            }
+            Some(rewritten)
+        }
+        _ => original_host,
+    };
+    if let Some(value) = host_value {
+        parts.headers.insert(HOST, value);
+    }
+    let path_and_query = match &query {
+        Some(q) => format!("{}?{q}", new_path.as_deref().unwrap_or(&path)),
+        None => new_path.unwrap_or(path),
+    };
+    let Ok(uri) = Uri::builder()
+        .scheme("http")
+        .authority(endpoint.to_string())
+        .path_and_query(path_and_query)
+        .build()
+    else {
+        return local(StatusCode::BAD_REQUEST, "invalid request path\n");
+    };
+    parts.uri = uri;
+    parts.version = match cluster.protocol {
+        UpstreamProtocol::Http1 => Version::HTTP_11,
+        UpstreamProtocol::H2c => Version::HTTP_2,
+    };
+    let upstream_req = Request::from_parts(parts, body);
+
+    let client = shared.upstreams.for_protocol(cluster.protocol);
+    let call = client.request(upstream_req);
+    let result = match route.timeouts.backend_request_ms {
+        Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), call).await {
+            Ok(r) => r,
+            Err(_) => {
+                tracing::warn!(route = %route.label, upstream = %cluster.name, %endpoint, "upstream timed out");
+                return local(StatusCode::GATEWAY_TIMEOUT, "upstream timed out\n");
+            }
+        },
+        None => call.await,
+    };
+    let upstream_response = match result {
+        Ok(r) => r,
+        Err(e) => {
+            if e.is_connect() {
+                shared
+                    .metrics
+                    .connect_errors
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            tracing::warn!(route = %route.label, upstream = %cluster.name, %endpoint, error = %e, "upstream request failed");
+            return local(StatusCode::BAD_GATEWAY, "upstream unavailable\n");
+        }
+    };
+    let (mut parts, body) = upstream_response.into_parts();
+    strip_hop_by_hop(&mut parts.headers, false);
+    parts.version = Version::HTTP_11;
+    for edits in response_edits {
+        edits.apply(&mut parts.headers);
+    }
+    Forwarded {
+        response: Response::from_parts(parts, body.boxed_unsync()),
+        counters: &backend.counters,
+    }
+}

@@ -1,0 +1,6 @@
+//! HTTP building blocks: paths, redirects, header hygiene, bodies.
+
+pub mod body;
+pub mod headers;
+pub mod path;
+pub mod redirect;

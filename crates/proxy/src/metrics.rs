@@ -1,0 +1,192 @@
+//! Prometheus metrics. Handles are resolved per route at compile time, keyed
+//! by the route label, so counts survive config swaps and a request only
+//! touches atomics it already holds.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// Histogram bucket upper bounds in seconds.
+const BUCKETS: [f64; 12] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Status codes counted with a dedicated atomic; anything else takes a lock.
+const COMMON_STATUSES: [u16; 16] = [
+    200, 201, 204, 301, 302, 303, 304, 307, 308, 400, 403, 404, 500, 502, 503, 504,
+];
+
+/// Requests by status for one (route, upstream).
+#[derive(Debug, Default)]
+pub struct StatusCounters {
+    common: [AtomicU64; COMMON_STATUSES.len()],
+    other: Mutex<BTreeMap<u16, u64>>,
+}
+
+impl StatusCounters {
+    pub fn record(&self, status: u16) {
+        match COMMON_STATUSES.iter().position(|&s| s == status) {
+            Some(i) => {
+                if let Some(counter) = self.common.get(i) {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            None => {
+                let mut other = self.other.lock().unwrap_or_else(PoisonError::into_inner);
+                *other.entry(status).or_default() += 1;
+            }
+        }
+    }
+
+    fn snapshot(&self) -> BTreeMap<u16, u64> {
+        let mut all = self
+            .other
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for (status, counter) in COMMON_STATUSES.iter().zip(&self.common) {
+            let n = counter.load(Ordering::Relaxed);
+            if n > 0 {
+                all.insert(*status, n);
+            }
+        }
+        all
+    }
+}
+
+#[derive(Debug, Default)]
+struct Histogram {
+    buckets: [AtomicU64; BUCKETS.len()],
+    count: AtomicU64,
+    sum_micros: AtomicU64,
+}
+
+/// Metric handles for one route label.
+#[derive(Debug, Default)]
+pub struct RouteMetrics {
+    duration: Histogram,
+    /// Compile-time only: upstream name -> counters.
+    upstreams: Mutex<BTreeMap<String, Arc<StatusCounters>>>,
+}
+
+impl RouteMetrics {
+    pub fn observe(&self, elapsed: Duration) {
+        let secs = elapsed.as_secs_f64();
+        let h = &self.duration;
+        for (bound, bucket) in BUCKETS.iter().zip(&h.buckets) {
+            if secs <= *bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        h.count.fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        h.sum_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    /// Counters for responses attributed to `upstream` ("" when none).
+    pub fn upstream(&self, upstream: &str) -> Arc<StatusCounters> {
+        let mut map = self
+            .upstreams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.entry(upstream.to_string()).or_default().clone()
+    }
+}
+
+/// The proxy's metric registry.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    routes: Mutex<BTreeMap<String, Arc<RouteMetrics>>>,
+    pub connect_errors: AtomicU64,
+    pub config_applies: AtomicU64,
+}
+
+impl Metrics {
+    /// The handle for `label`, created on first use and kept across configs.
+    pub fn route(&self, label: &str) -> Arc<RouteMetrics> {
+        let mut map = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(label.to_string()).or_default().clone()
+    }
+
+    pub fn render(&self, out: &mut String) {
+        let routes: Vec<(String, Arc<RouteMetrics>)> = self
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        out.push_str("# HELP coxswain_proxy_requests_total Requests served, by route, status and upstream.\n");
+        out.push_str("# TYPE coxswain_proxy_requests_total counter\n");
+        for (label, metrics) in &routes {
+            let upstreams = metrics
+                .upstreams
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            for (upstream, counters) in upstreams {
+                for (status, n) in counters.snapshot() {
+                    let _ = writeln!(
+                        out,
+                        "coxswain_proxy_requests_total{{route=\"{}\",status=\"{status}\",upstream=\"{}\"}} {n}",
+                        escape(label),
+                        escape(&upstream)
+                    );
+                }
+            }
+        }
+        out.push_str("# HELP coxswain_proxy_request_duration_seconds Time until response headers, by route.\n");
+        out.push_str("# TYPE coxswain_proxy_request_duration_seconds histogram\n");
+        for (label, metrics) in &routes {
+            render_histogram(out, &escape(label), &metrics.duration);
+        }
+        let counters = [
+            (
+                "coxswain_proxy_upstream_connect_errors_total",
+                "Upstream connections that failed.",
+                &self.connect_errors,
+            ),
+            (
+                "coxswain_proxy_config_applies_total",
+                "Configs applied.",
+                &self.config_applies,
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                value.load(Ordering::Relaxed)
+            );
+        }
+    }
+}
+
+fn render_histogram(out: &mut String, label: &str, h: &Histogram) {
+    let count = h.count.load(Ordering::Relaxed);
+    if count == 0 {
+        return;
+    }
+    let name = "coxswain_proxy_request_duration_seconds";
+    for (bound, bucket) in BUCKETS.iter().zip(&h.buckets) {
+        let n = bucket.load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{route=\"{label}\",le=\"{bound}\"}} {n}");
+    }
+    let _ = writeln!(
+        out,
+        "{name}_bucket{{route=\"{label}\",le=\"+Inf\"}} {count}"
+    );
+    let sum = h.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+    let _ = writeln!(out, "{name}_sum{{route=\"{label}\"}} {sum}");
+    let _ = writeln!(out, "{name}_count{{route=\"{label}\"}} {count}");
+}
+
+/// Escapes a Prometheus label value.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}

@@ -1,0 +1,245 @@
+//! Route lookup: a [`Config`] compiled into immutable tables, built off the hot
+//! path. Lookup allocates nothing.
+//!
+//! Per socket the request host picks one Gateway listener (exact hostname,
+//! then the longest matching wildcard, then the hostname-less one): a request
+//! only ever sees that listener's routes. Within the listener, entries are
+//! grouped into buckets by route hostname. Because precedence sorts by host
+//! specificity first, the merged order for a host is simply "exact bucket,
+//! then wildcard buckets from the longest suffix, then the catch-all bucket",
+//! so lookup walks that chain instead of storing merged copies.
+
+mod bucket;
+pub mod host;
+mod matcher;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use coxswain_ir::{Config, GatewayListener, Hostname, MatchSpecificity};
+use http::{HeaderMap, Method};
+
+pub use bucket::Entry;
+pub use matcher::{CompiledMatch, CompiledPath, MatchError, prefix_matches};
+
+use crate::metrics::Metrics;
+use crate::route::{ClusterSet, CompiledRoute};
+
+/// What route lookup looks at. `host` must already be normalised
+/// (see [`host::normalize_host`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RequestView<'a> {
+    pub host: &'a str,
+    pub method: &'a Method,
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    pub headers: &'a HeaderMap,
+}
+
+/// A successful lookup.
+#[derive(Clone, Copy, Debug)]
+pub struct Hit<'r> {
+    pub route_index: usize,
+    pub route: &'r CompiledRoute,
+    pub matched: &'r CompiledMatch,
+}
+
+/// One Gateway listener's buckets.
+#[derive(Debug, Default)]
+struct ListenerRoutes {
+    exact: HashMap<Box<str>, bucket::Bucket>,
+    /// Keyed by wildcard suffix, e.g. `.example.com` for `*.example.com`.
+    wildcard: HashMap<Box<str>, bucket::Bucket>,
+    catch_all: bucket::Bucket,
+}
+
+/// Gateway-listener selection for one socket.
+#[derive(Debug, Default)]
+struct SocketRoutes {
+    listeners: Vec<ListenerRoutes>,
+    exact: HashMap<Box<str>, usize>,
+    wildcard: HashMap<Box<str>, usize>,
+    any: Option<usize>,
+}
+
+/// The compiled routing table for a whole config.
+#[derive(Debug, Default)]
+pub struct Router {
+    sockets: HashMap<SocketAddr, SocketRoutes>,
+    routes: Vec<CompiledRoute>,
+}
+
+/// Suffixes of `host` starting at each inner dot, longest first:
+/// `a.b.c` -> `.b.c`, `.c`.
+fn wildcard_suffixes(host: &str) -> impl Iterator<Item = &str> {
+    host.char_indices()
+        .filter(|&(i, c)| c == '.' && i > 0)
+        .filter_map(move |(i, _)| host.get(i..))
+}
+
+fn find_wildcard<'m, V>(map: &'m HashMap<Box<str>, V>, host: &str) -> Option<&'m V> {
+    if map.is_empty() {
+        return None;
+    }
+    wildcard_suffixes(host).find_map(|suffix| map.get(suffix))
+}
+
+impl ListenerRoutes {
+    fn find(&self, routes: &[CompiledRoute], req: &RequestView<'_>) -> Option<bucket::Entry> {
+        if let Some(hit) = self.exact.get(req.host).and_then(|b| b.find(routes, req)) {
+            return Some(hit);
+        }
+        if !self.wildcard.is_empty() {
+            for suffix in wildcard_suffixes(req.host) {
+                if let Some(hit) = self.wildcard.get(suffix).and_then(|b| b.find(routes, req)) {
+                    return Some(hit);
+                }
+            }
+        }
+        self.catch_all.find(routes, req)
+    }
+}
+
+impl SocketRoutes {
+    fn select(&self, host: &str) -> Option<&ListenerRoutes> {
+        let index = self
+            .exact
+            .get(host)
+            .or_else(|| find_wildcard(&self.wildcard, host))
+            .or(self.any.as_ref())?;
+        self.listeners.get(*index)
+    }
+}
+
+#[derive(Default)]
+struct BucketBuilder {
+    exact: HashMap<Box<str>, Vec<(MatchSpecificity, Entry)>>,
+    wildcard: HashMap<Box<str>, Vec<(MatchSpecificity, Entry)>>,
+    catch_all: Vec<(MatchSpecificity, Entry)>,
+}
+
+fn sorted_bucket(
+    mut keyed: Vec<(MatchSpecificity, Entry)>,
+    routes: &[CompiledRoute],
+) -> bucket::Bucket {
+    // Stable: equal specificity keeps IR order.
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    bucket::Bucket::new(keyed.into_iter().map(|(_, e)| e).collect(), routes)
+}
+
+impl BucketBuilder {
+    fn add(&mut self, hostnames: &[Hostname], keyed: &[(MatchSpecificity, Entry)]) {
+        if hostnames.is_empty() {
+            self.catch_all.extend_from_slice(keyed);
+        }
+        for name in hostnames {
+            let target = match name.wildcard_suffix() {
+                Some(suffix) => self.wildcard.entry(suffix.into()).or_default(),
+                None => self.exact.entry(name.as_str().into()).or_default(),
+            };
+            target.extend_from_slice(keyed);
+        }
+    }
+
+    fn build(self, routes: &[CompiledRoute]) -> ListenerRoutes {
+        let finish = |m: HashMap<Box<str>, Vec<_>>| {
+            m.into_iter()
+                .map(|(k, v)| (k, sorted_bucket(v, routes)))
+                .collect()
+        };
+        ListenerRoutes {
+            exact: finish(self.exact),
+            wildcard: finish(self.wildcard),
+            catch_all: sorted_bucket(self.catch_all, routes),
+        }
+    }
+}
+
+impl Router {
+    /// Compiles `config` with metrics handles from a private registry
+    /// (benchmarks and tests).
+    pub fn compile(config: &Config) -> Router {
+        Router::compile_with(config, &Metrics::default())
+    }
+
+    pub(crate) fn compile_with(config: &Config, metrics: &Metrics) -> Router {
+        let clusters = ClusterSet::compile(config);
+        let mut router = Router::default();
+        for listener in &config.listeners {
+            let addr = SocketAddr::new(listener.address, listener.port);
+            let mut socket = SocketRoutes::default();
+            for (index, gl) in listener.gateway_listeners.iter().enumerate() {
+                let builder = router.add_listener_routes(gl, &clusters, metrics);
+                socket.listeners.push(builder.build(&router.routes));
+                match &gl.hostname {
+                    None => {
+                        socket.any.get_or_insert(index);
+                    }
+                    Some(h) => {
+                        let map = match h.wildcard_suffix() {
+                            Some(suffix) => socket.wildcard.entry(suffix.into()),
+                            None => socket.exact.entry(h.as_str().into()),
+                        };
+                        map.or_insert(index);
+                    }
+                }
+            }
+            router.sockets.entry(addr).or_insert(socket);
+        }
+        router
+    }
+
+    fn add_listener_routes(
+        &mut self,
+        gl: &GatewayListener,
+        clusters: &ClusterSet,
+        metrics: &Metrics,
+    ) -> BucketBuilder {
+        let mut builder = BucketBuilder::default();
+        for route in &gl.routes {
+            let compiled = match CompiledRoute::compile(route, clusters, metrics) {
+                Ok(c) => c,
+                Err(MatchError(why)) => {
+                    tracing::warn!(route = ?route.id, listener = %gl.name, %why, "route skipped");
+                    continue;
+                }
+            };
+            let route_index = self.routes.len() as u32;
+            let keyed: Vec<_> = route
+                .matches
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    let entry = Entry {
+                        route: route_index,
+                        matched: i as u32,
+                    };
+                    (MatchSpecificity::of(m), entry)
+                })
+                .collect();
+            builder.add(&route.hostnames, &keyed);
+            self.routes.push(compiled);
+        }
+        builder
+    }
+
+    /// Finds the route for a request arriving on `socket`. Allocation-free.
+    pub fn lookup(&self, socket: SocketAddr, req: &RequestView<'_>) -> Option<Hit<'_>> {
+        let listener = self.sockets.get(&socket)?.select(req.host)?;
+        let entry = listener.find(&self.routes, req)?;
+        let route = self.routes.get(entry.route as usize)?;
+        Some(Hit {
+            route_index: entry.route as usize,
+            route,
+            matched: route.matches.get(entry.matched as usize)?,
+        })
+    }
+
+    pub fn route(&self, index: usize) -> Option<&CompiledRoute> {
+        self.routes.get(index)
+    }
+
+    pub fn has_socket(&self, socket: SocketAddr) -> bool {
+        self.sockets.contains_key(&socket)
+    }
+}

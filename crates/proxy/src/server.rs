@@ -1,0 +1,100 @@
+//! One accept loop per socket. Connections speak HTTP/1.1 or h2c (prior
+//! knowledge); stopping a listener drains only its own connections.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::handler::{ConnInfo, Shared, handle};
+
+/// A running accept loop.
+pub struct ListenerTask {
+    pub local: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+impl ListenerTask {
+    /// Stops accepting; the returned task finishes once connections drained
+    /// (or were cut off after `drain_timeout`).
+    pub fn stop(self) -> JoinHandle<()> {
+        let _ = self.stop.send(());
+        self.task
+    }
+}
+
+/// Starts serving `listener`, routing with the table entry for `socket`.
+pub fn spawn(
+    listener: TcpListener,
+    socket: SocketAddr,
+    shared: Arc<Shared>,
+    drain_timeout: Duration,
+) -> ListenerTask {
+    let local = listener.local_addr().unwrap_or(socket);
+    let (stop, stopped) = oneshot::channel();
+    let task = tokio::spawn(accept_loop(
+        listener,
+        socket,
+        shared,
+        drain_timeout,
+        stopped,
+    ));
+    ListenerTask { local, stop, task }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    socket: SocketAddr,
+    shared: Arc<Shared>,
+    drain_timeout: Duration,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                let (stream, client) = match accepted {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        tracing::warn!(%socket, error = %e, "accept failed");
+                        // Back off briefly so fd exhaustion does not spin.
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let info = ConnInfo { socket, client };
+                let shared = shared.clone();
+                let watcher = graceful.watcher();
+                connections.spawn(async move {
+                    let service = service_fn(move |req| handle(shared.clone(), info, req));
+                    let builder = auto::Builder::new(TokioExecutor::new());
+                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    if let Err(e) = watcher.watch(conn).await {
+                        tracing::debug!(%client, error = %e, "connection ended with error");
+                    }
+                });
+            }
+        }
+    }
+    drop(listener);
+    if tokio::time::timeout(drain_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(%socket, "drain timeout: closing remaining connections");
+    }
+    connections.abort_all();
+    while connections.join_next().await.is_some() {}
+}
