@@ -1,0 +1,155 @@
+//! Watches the config directory (inotify via `notify`) and sends a fresh
+//! snapshot after every burst of changes. Bursts are coalesced with a short
+//! quiet window rather than a fixed debounce, so one save is seen within a
+//! few milliseconds while an editor's write-rename-chmod dance or a `cp -r`
+//! still produces a single reload.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use notify::event::{AccessKind, AccessMode, CreateKind, RemoveKind};
+use notify::{EventKind, RecursiveMode, Watcher as _};
+use tokio::sync::mpsc;
+
+use crate::files::{is_config_file, under_hidden_dir};
+use crate::provider::{FileProvider, Loaded};
+
+/// Quiet time that ends a burst of events.
+const QUIET: Duration = Duration::from_millis(5);
+/// A burst never delays a reload longer than this.
+const MAX_BURST: Duration = Duration::from_millis(50);
+
+/// A snapshot after some files changed.
+#[derive(Debug)]
+pub struct Reload {
+    pub loaded: Loaded,
+    /// Config files re-read or removed (empty after a full rescan).
+    pub changed: Vec<PathBuf>,
+    /// When the first event of the burst arrived (for latency metrics).
+    pub first_event: Instant,
+    /// When the new snapshot was ready.
+    pub built: Instant,
+}
+
+/// Keeps the watch alive; dropping it stops watching.
+pub struct Watcher {
+    _watcher: notify::RecommendedWatcher,
+}
+
+impl Watcher {
+    /// Starts watching `dir`, then loads it. Returns the initial load and a
+    /// channel of reloads. Watching starts before the first read, so no
+    /// change can slip between them.
+    pub fn start(
+        dir: impl Into<PathBuf>,
+    ) -> notify::Result<(Watcher, Loaded, mpsc::UnboundedReceiver<Reload>)> {
+        let dir: PathBuf = dir.into();
+        let (event_tx, event_rx) = std_mpsc::channel();
+        let mut watcher = notify::recommended_watcher(move |event| {
+            let _ = event_tx.send(event);
+        })?;
+        watcher.watch(&dir, RecursiveMode::Recursive)?;
+        let mut provider = FileProvider::new(dir);
+        provider.reload_all();
+        let initial = provider.loaded();
+        let (reload_tx, reload_rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("config-watch".into())
+            .spawn(move || watch_loop(provider, event_rx, reload_tx))
+            .map_err(|e| notify::Error::generic(&e.to_string()))?;
+        Ok((Watcher { _watcher: watcher }, initial, reload_rx))
+    }
+}
+
+type EventResult = notify::Result<notify::Event>;
+
+fn watch_loop(
+    mut provider: FileProvider,
+    events: std_mpsc::Receiver<EventResult>,
+    reloads: mpsc::UnboundedSender<Reload>,
+) {
+    while let Ok(first) = events.recv() {
+        let first_event = Instant::now();
+        let mut burst = Burst::default();
+        burst.add(provider.root(), first);
+        while first_event.elapsed() < MAX_BURST {
+            match events.recv_timeout(QUIET) {
+                Ok(event) => burst.add(provider.root(), event),
+                Err(std_mpsc::RecvTimeoutError::Timeout) => break,
+                Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+        let changed = if burst.rescan {
+            provider.reload_all();
+            Vec::new()
+        } else if burst.files.is_empty() {
+            continue;
+        } else {
+            for path in &burst.files {
+                provider.reload_file(path);
+            }
+            burst.files.into_iter().collect()
+        };
+        let loaded = provider.loaded();
+        let reload = Reload {
+            loaded,
+            changed,
+            first_event,
+            built: Instant::now(),
+        };
+        if reloads.send(reload).is_err() {
+            return;
+        }
+    }
+}
+
+/// What one burst of events asks us to re-read.
+#[derive(Default)]
+struct Burst {
+    files: BTreeSet<PathBuf>,
+    /// Directories came or went, or the OS dropped events: read everything.
+    rescan: bool,
+}
+
+impl Burst {
+    fn add(&mut self, root: &Path, event: EventResult) {
+        let Ok(event) = event else {
+            self.rescan = true;
+            return;
+        };
+        // Our own reads raise Access(Open) events: reacting to them would
+        // loop forever. A closed-after-write still matters (the write is done).
+        let relevant = match event.kind {
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+            EventKind::Access(_) | EventKind::Other => false,
+            _ => true,
+        };
+        if event.need_rescan() {
+            self.rescan = true;
+            return;
+        }
+        if !relevant {
+            return;
+        }
+        if matches!(
+            event.kind,
+            EventKind::Create(CreateKind::Folder) | EventKind::Remove(RemoveKind::Folder)
+        ) {
+            self.rescan = true;
+            return;
+        }
+        for path in event.paths {
+            if under_hidden_dir(root, &path) {
+                continue;
+            }
+            if is_config_file(&path) {
+                self.files.insert(path);
+            } else if path.is_dir() {
+                // A directory renamed into place: its files are new to us.
+                self.rescan = true;
+            }
+        }
+    }
+}
