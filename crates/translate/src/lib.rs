@@ -3,8 +3,21 @@
 //! Synchronous and deterministic: no I/O, no tokio, no clock (the timestamp
 //! for new conditions is injected through [`Options::now`]).
 
+mod conditions;
+mod duration;
+mod endpoints;
+mod features;
+mod gateway;
+mod gateway_class;
+mod ir_build;
 mod output;
+mod reference_grant;
+mod route;
+mod selector;
 
+pub use conditions::{ConditionType, Reason};
+pub use duration::parse_duration_ms;
+pub use features::SUPPORTED_FEATURES;
 pub use output::{Output, Statuses};
 
 use std::net::IpAddr;
@@ -28,6 +41,22 @@ pub struct Options {
 
 /// Translates a snapshot. Never panics on any input.
 pub fn translate(snapshot: &Snapshot, options: &Options) -> Output {
-    let _ = (snapshot, options);
-    Output::default()
+    let classes = gateway_class::our_classes(snapshot, options);
+    let mut gateways = gateway::build_gateways(snapshot, &classes, options);
+    let attachments = route::attach_routes(snapshot, &mut gateways, options);
+    let ir = ir_build::build_config(
+        snapshot,
+        &gateways,
+        attachments.routes,
+        &attachments.clusters,
+    );
+    let statuses = Statuses {
+        gateway_classes: gateway_class::class_statuses(snapshot, &classes, options),
+        gateways: gateways
+            .iter()
+            .map(|(key, gw)| (key.clone(), gateway::gateway_status(gw, options)))
+            .collect(),
+        http_routes: attachments.statuses,
+    };
+    Output { ir, statuses }
 }

@@ -1,0 +1,99 @@
+//! Clusters from EndpointSlices (`kubernetes.io/service-name`), ready
+//! endpoints only. No ClusterIP fallback: there is no kube-proxy behind us.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+
+use coxswain_api::{EndpointSlice, Snapshot};
+use coxswain_ir::{Cluster, Endpoint};
+
+use crate::route::ClusterSpec;
+
+const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// EndpointSlices by (namespace, service name).
+pub struct SliceIndex<'a> {
+    by_service: BTreeMap<(&'a str, &'a str), Vec<&'a EndpointSlice>>,
+}
+
+impl<'a> SliceIndex<'a> {
+    pub fn new(snapshot: &'a Snapshot) -> Self {
+        let mut by_service: BTreeMap<(&str, &str), Vec<&EndpointSlice>> = BTreeMap::new();
+        for (key, slice) in &snapshot.endpoint_slices {
+            let service = slice
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(SERVICE_NAME_LABEL));
+            if let Some(service) = service {
+                by_service
+                    .entry((key.namespace.as_str(), service.as_str()))
+                    .or_default()
+                    .push(slice);
+            }
+        }
+        SliceIndex { by_service }
+    }
+
+    pub fn cluster(&self, spec: &ClusterSpec) -> Cluster {
+        let slices = self
+            .by_service
+            .get(&(spec.namespace.as_str(), spec.service.as_str()))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mut endpoints: Vec<Endpoint> = slices
+            .iter()
+            .flat_map(|slice| slice_endpoints(slice, spec))
+            .collect();
+        endpoints.sort();
+        endpoints.dedup();
+        Cluster {
+            name: spec.name.clone(),
+            protocol: spec.protocol,
+            endpoints,
+        }
+    }
+}
+
+fn slice_endpoints(slice: &EndpointSlice, spec: &ClusterSpec) -> Vec<Endpoint> {
+    if !matches!(slice.address_type.as_str(), "IPv4" | "IPv6") {
+        return Vec::new();
+    }
+    let Some(port) = slice_port(slice, spec) else {
+        return Vec::new();
+    };
+    slice
+        .endpoints
+        .iter()
+        .filter(|e| is_ready(e))
+        .flat_map(|e| e.addresses.iter())
+        .filter_map(|a| a.parse::<IpAddr>().ok())
+        .map(|ip| Endpoint {
+            address: SocketAddr::new(ip, port),
+        })
+        .collect()
+}
+
+/// The slice port whose name equals the Service port's name (both may be unnamed).
+fn slice_port(slice: &EndpointSlice, spec: &ClusterSpec) -> Option<u16> {
+    let want = spec.port_name.as_deref().unwrap_or("");
+    match slice.ports.as_deref() {
+        Some(ports) if !ports.is_empty() => ports
+            .iter()
+            .find(|p| p.name.as_deref().unwrap_or("") == want)
+            .and_then(|p| p.port)
+            .and_then(|p| u16::try_from(p).ok()),
+        _ => spec.target_port.and_then(|p| u16::try_from(p).ok()),
+    }
+    .filter(|p| *p != 0)
+}
+
+fn is_ready(e: &coxswain_api::k8s_openapi::api::discovery::v1::Endpoint) -> bool {
+    let Some(c) = &e.conditions else {
+        return true;
+    };
+    if c.terminating == Some(true) {
+        return false;
+    }
+    c.ready.unwrap_or(true) || (c.serving == Some(true))
+}

@@ -1,0 +1,79 @@
+//! Listener conflicts within one Gateway (same port: incompatible protocols,
+//! or the same hostname twice).
+
+use std::collections::BTreeMap;
+
+use crate::conditions::Reason;
+use crate::gateway::listeners::ListenerModel;
+
+/// Protocols that can share a port when hostnames differ.
+fn protocol_family(protocol: &str) -> &str {
+    match protocol {
+        "HTTPS" | "TLS" => "tls",
+        other => other,
+    }
+}
+
+/// Marks conflicted listeners (`ListenerModel::conflict`).
+pub fn mark_conflicts(listeners: &mut [ListenerModel]) {
+    let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    for (i, l) in listeners.iter().enumerate() {
+        if l.port != 0 {
+            by_port.entry(l.port).or_default().push(i);
+        }
+    }
+    let mut conflicts: Vec<(usize, Reason, String)> = Vec::new();
+    for (port, indices) in &by_port {
+        // UDP has its own port space; every other protocol shares TCP ports.
+        let tcp: Vec<usize> = indices
+            .iter()
+            .copied()
+            .filter(|i| listeners.get(*i).is_some_and(|l| l.protocol != "UDP"))
+            .collect();
+        let families: Vec<&str> = tcp
+            .iter()
+            .filter_map(|i| listeners.get(*i))
+            .map(|l| protocol_family(&l.protocol))
+            .collect();
+        let mixed = families.windows(2).any(|w| w.first() != w.get(1));
+        if mixed {
+            for i in &tcp {
+                conflicts.push((
+                    *i,
+                    Reason::ProtocolConflict,
+                    format!("port {port} is used with incompatible protocols"),
+                ));
+            }
+            continue;
+        }
+        for group in [tcp, udp_indices(listeners, indices)] {
+            for (a_pos, a) in group.iter().enumerate() {
+                let clash = group.iter().enumerate().any(|(b_pos, b)| {
+                    a_pos != b_pos
+                        && listeners.get(*a).map(|l| &l.hostname)
+                            == listeners.get(*b).map(|l| &l.hostname)
+                });
+                if clash {
+                    conflicts.push((
+                        *a,
+                        Reason::HostnameConflict,
+                        format!("another listener on port {port} has the same hostname"),
+                    ));
+                }
+            }
+        }
+    }
+    for (i, reason, message) in conflicts {
+        if let Some(l) = listeners.get_mut(i) {
+            l.conflict = Some((reason, message));
+        }
+    }
+}
+
+fn udp_indices(listeners: &[ListenerModel], indices: &[usize]) -> Vec<usize> {
+    indices
+        .iter()
+        .copied()
+        .filter(|i| listeners.get(*i).is_some_and(|l| l.protocol == "UDP"))
+        .collect()
+}

@@ -1,0 +1,209 @@
+//! Gateways of our classes: validated listeners and addresses, then status.
+
+mod addresses;
+mod conflicts;
+mod listeners;
+
+pub use listeners::ListenerModel;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use coxswain_api::gateway_api::apis::standard::gateways::{
+    GatewayStatus, GatewayStatusAddresses, GatewayStatusListeners,
+    GatewayStatusListenersSupportedKinds,
+};
+use coxswain_api::{ObjectKey, Snapshot};
+
+use crate::Options;
+use crate::conditions::{Cond, ConditionType, Reason, Stamp};
+
+/// A Gateway we own, after validation.
+#[derive(Clone, Debug)]
+pub struct GatewayModel {
+    pub generation: Option<i64>,
+    /// Bind addresses, or why `spec.addresses` is unusable.
+    pub addresses: Result<Vec<IpAddr>, String>,
+    pub listeners: Vec<ListenerModel>,
+}
+
+impl GatewayModel {
+    /// Is this listener served (and may routes attach to it)?
+    pub fn listener_routable(&self, listener: &ListenerModel) -> bool {
+        self.addresses.is_ok() && listener.is_routable()
+    }
+}
+
+/// Every Gateway whose class is ours, keyed by namespace/name.
+pub fn build_gateways(
+    snapshot: &Snapshot,
+    our_classes: &BTreeSet<String>,
+    options: &Options,
+) -> BTreeMap<ObjectKey, GatewayModel> {
+    snapshot
+        .gateways
+        .iter()
+        .filter(|(_, gw)| our_classes.contains(&gw.spec.gateway_class_name))
+        .map(|(key, gw)| {
+            let mut listeners: Vec<ListenerModel> = gw
+                .spec
+                .listeners
+                .iter()
+                .map(listeners::build_listener)
+                .collect();
+            conflicts::mark_conflicts(&mut listeners);
+            let addresses =
+                addresses::bind_addresses(gw.spec.addresses.as_deref(), options.default_address);
+            let model = GatewayModel {
+                generation: gw.metadata.generation,
+                addresses,
+                listeners,
+            };
+            (key.clone(), model)
+        })
+        .collect()
+}
+
+pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus {
+    let stamp = Stamp {
+        generation: model.generation,
+        now: &options.now,
+    };
+    let total = model.listeners.len();
+    let valid = model
+        .listeners
+        .iter()
+        .filter(|l| l.accepted.is_ok())
+        .count();
+    let accepted = match &model.addresses {
+        Err(e) => Cond::new(
+            ConditionType::Accepted,
+            false,
+            Reason::UnsupportedAddress,
+            e.clone(),
+        ),
+        Ok(_) if valid < total => Cond::new(
+            ConditionType::Accepted,
+            valid > 0,
+            Reason::ListenersNotValid,
+            format!("{} of {total} listeners are not valid", total - valid),
+        ),
+        Ok(_) => Cond::new(
+            ConditionType::Accepted,
+            true,
+            Reason::Accepted,
+            "Gateway is accepted",
+        ),
+    };
+    let any_served = model.listeners.iter().any(|l| model.listener_routable(l));
+    let programmed = match &model.addresses {
+        Err(_) => Cond::new(
+            ConditionType::Programmed,
+            false,
+            Reason::Invalid,
+            "Gateway addresses are not usable",
+        ),
+        Ok(_) if any_served || total == 0 => Cond::new(
+            ConditionType::Programmed,
+            true,
+            Reason::Programmed,
+            "Gateway is programmed",
+        ),
+        Ok(_) => Cond::new(
+            ConditionType::Programmed,
+            false,
+            Reason::Invalid,
+            "no listener of this Gateway can be served",
+        ),
+    };
+    let listeners = model
+        .listeners
+        .iter()
+        .map(|l| listener_status(model, l, &stamp))
+        .collect();
+    let addresses = match &model.addresses {
+        Ok(ips) if any_served => Some(
+            ips.iter()
+                .map(|ip| GatewayStatusAddresses {
+                    r#type: Some("IPAddress".to_string()),
+                    value: ip.to_string(),
+                })
+                .collect(),
+        ),
+        _ => None,
+    };
+    GatewayStatus {
+        addresses,
+        attached_listener_sets: None,
+        conditions: Some(stamp.all(vec![accepted, programmed])),
+        listeners: Some(listeners),
+    }
+}
+
+fn listener_status(
+    model: &GatewayModel,
+    l: &ListenerModel,
+    stamp: &Stamp<'_>,
+) -> GatewayStatusListeners {
+    let accepted = match &l.accepted {
+        Ok(()) => Cond::new(
+            ConditionType::Accepted,
+            true,
+            Reason::Accepted,
+            "listener is accepted",
+        ),
+        Err((reason, msg)) => Cond::new(ConditionType::Accepted, false, *reason, msg.clone()),
+    };
+    let resolved = match &l.invalid_kinds {
+        None => Cond::new(
+            ConditionType::ResolvedRefs,
+            true,
+            Reason::ResolvedRefs,
+            "all references resolved",
+        ),
+        Some(msg) => Cond::new(
+            ConditionType::ResolvedRefs,
+            false,
+            Reason::InvalidRouteKinds,
+            msg.clone(),
+        ),
+    };
+    let conflicted = match &l.conflict {
+        None => Cond::new(
+            ConditionType::Conflicted,
+            false,
+            Reason::NoConflicts,
+            "no conflicts",
+        ),
+        Some((reason, msg)) => Cond::new(ConditionType::Conflicted, true, *reason, msg.clone()),
+    };
+    let programmed = if model.listener_routable(l) {
+        Cond::new(
+            ConditionType::Programmed,
+            true,
+            Reason::Programmed,
+            "listener is programmed",
+        )
+    } else {
+        Cond::new(
+            ConditionType::Programmed,
+            false,
+            Reason::Invalid,
+            "listener is not served",
+        )
+    };
+    let supported_kinds = l
+        .supported_kinds
+        .iter()
+        .map(|k| GatewayStatusListenersSupportedKinds {
+            group: Some(k.group.clone()),
+            kind: k.kind.clone(),
+        })
+        .collect();
+    GatewayStatusListeners {
+        attached_routes: l.attached_routes,
+        conditions: stamp.all(vec![accepted, programmed, resolved, conflicted]),
+        name: l.name.clone(),
+        supported_kinds: Some(supported_kinds),
+    }
+}

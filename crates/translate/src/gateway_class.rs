@@ -1,0 +1,65 @@
+//! GatewayClass: which classes are ours, and their status.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use coxswain_api::gateway_api::apis::standard::gatewayclasses::{
+    GatewayClassStatus, GatewayClassStatusSupportedFeatures,
+};
+use coxswain_api::{ObjectKey, Snapshot};
+
+use crate::Options;
+use crate::conditions::{Cond, ConditionType, Reason, Stamp};
+use crate::features::SUPPORTED_FEATURES;
+
+/// Names of the GatewayClasses this controller owns (all of them are accepted).
+pub fn our_classes(snapshot: &Snapshot, options: &Options) -> BTreeSet<String> {
+    snapshot
+        .gateway_classes
+        .iter()
+        .filter(|(_, class)| class.spec.controller_name == options.controller_name)
+        .map(|(key, _)| key.name.clone())
+        .collect()
+}
+
+pub fn class_statuses(
+    snapshot: &Snapshot,
+    ours: &BTreeSet<String>,
+    options: &Options,
+) -> BTreeMap<ObjectKey, GatewayClassStatus> {
+    snapshot
+        .gateway_classes
+        .iter()
+        .filter(|(key, _)| ours.contains(&key.name))
+        .map(|(key, class)| {
+            let stamp = Stamp {
+                generation: class.metadata.generation,
+                now: &options.now,
+            };
+            let conditions = stamp.all(vec![
+                Cond::new(
+                    ConditionType::Accepted,
+                    true,
+                    Reason::Accepted,
+                    "Accepted by the Coxswain controller",
+                ),
+                Cond::new(
+                    ConditionType::SupportedVersion,
+                    true,
+                    Reason::SupportedVersion,
+                    "Gateway API version is supported",
+                ),
+            ]);
+            let features = SUPPORTED_FEATURES
+                .iter()
+                .map(|name| GatewayClassStatusSupportedFeatures {
+                    name: (*name).to_string(),
+                })
+                .collect();
+            let status = GatewayClassStatus {
+                conditions: Some(conditions),
+                supported_features: Some(features),
+            };
+            (key.clone(), status)
+        })
+        .collect()
+}

@@ -1,0 +1,117 @@
+//! backendRefs -> clusters: kind, ReferenceGrant, Service and port, protocol.
+
+use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteRulesBackendRefs;
+use coxswain_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use coxswain_api::{GATEWAY_GROUP, ObjectKey, Snapshot};
+use coxswain_ir::UpstreamProtocol;
+
+use crate::conditions::Reason;
+use crate::reference_grant::{self, From, To};
+
+/// A resolved Service port: everything needed to build its cluster later.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterSpec {
+    /// `namespace/service:port`.
+    pub name: String,
+    pub namespace: String,
+    pub service: String,
+    pub port_name: Option<String>,
+    /// Numeric targetPort, used only when EndpointSlices carry no ports.
+    pub target_port: Option<i32>,
+    pub protocol: UpstreamProtocol,
+}
+
+/// Why a backendRef did not resolve.
+pub type Unresolved = (Reason, String);
+
+pub fn weight(b: &HttpRouteRulesBackendRefs) -> u32 {
+    b.weight.map_or(1, |w| u32::try_from(w).unwrap_or(0))
+}
+
+pub fn resolve(
+    snapshot: &Snapshot,
+    route_ns: &str,
+    b: &HttpRouteRulesBackendRefs,
+) -> Result<ClusterSpec, Unresolved> {
+    let group = b.group.as_deref().unwrap_or("");
+    let kind = b.kind.as_deref().unwrap_or("Service");
+    if !group.is_empty() || kind != "Service" {
+        return Err((
+            Reason::InvalidKind,
+            format!("backendRef kind {group}/{kind} is not supported; only core Service is"),
+        ));
+    }
+    let namespace = b.namespace.as_deref().unwrap_or(route_ns);
+    let from = From {
+        group: GATEWAY_GROUP,
+        kind: "HTTPRoute",
+        namespace: route_ns,
+    };
+    let to = To {
+        group: "",
+        kind: "Service",
+        namespace,
+        name: &b.name,
+    };
+    if !reference_grant::is_permitted(&snapshot.reference_grants, from, to) {
+        return Err((
+            Reason::RefNotPermitted,
+            format!(
+                "reference to Service {namespace}/{} is not permitted by any ReferenceGrant",
+                b.name
+            ),
+        ));
+    }
+    let Some(service) = snapshot
+        .services
+        .get(&ObjectKey::new(namespace, b.name.as_str()))
+    else {
+        return Err((
+            Reason::BackendNotFound,
+            format!("Service {namespace}/{} not found", b.name),
+        ));
+    };
+    let Some(port) = b.port else {
+        return Err((
+            Reason::BackendNotFound,
+            format!("backendRef to Service {namespace}/{} has no port", b.name),
+        ));
+    };
+    let service_port = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.ports.as_ref())
+        .and_then(|ports| ports.iter().find(|p| p.port == port));
+    let Some(service_port) = service_port else {
+        return Err((
+            Reason::BackendNotFound,
+            format!("Service {namespace}/{} has no port {port}", b.name),
+        ));
+    };
+    let protocol = match service_port.app_protocol.as_deref() {
+        None | Some("http") | Some("kubernetes.io/http") => UpstreamProtocol::Http1,
+        Some("kubernetes.io/h2c") => UpstreamProtocol::H2c,
+        Some(other) => {
+            return Err((
+                Reason::UnsupportedProtocol,
+                format!(
+                    "appProtocol {other:?} of Service {namespace}/{} is not supported",
+                    b.name
+                ),
+            ));
+        }
+    };
+    let target_port = match &service_port.target_port {
+        Some(IntOrString::Int(p)) => Some(*p),
+        Some(IntOrString::String(_)) => None,
+        None => Some(port),
+    };
+    Ok(ClusterSpec {
+        name: format!("{namespace}/{}:{port}", b.name),
+        namespace: namespace.to_string(),
+        service: b.name.clone(),
+        port_name: service_port.name.clone().filter(|n| !n.is_empty()),
+        target_port,
+        protocol,
+    })
+}

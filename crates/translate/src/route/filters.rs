@@ -1,0 +1,279 @@
+//! HTTPRoute filters -> IR filters, with validation.
+
+use coxswain_api::gateway_api::apis::standard::httproutes::{
+    HttpRouteRulesBackendRefsFilters, HttpRouteRulesBackendRefsFiltersType, HttpRouteRulesFilters,
+    HttpRouteRulesFiltersRequestRedirect, HttpRouteRulesFiltersRequestRedirectPath,
+    HttpRouteRulesFiltersRequestRedirectPathType, HttpRouteRulesFiltersRequestRedirectScheme,
+    HttpRouteRulesFiltersType, HttpRouteRulesFiltersUrlRewrite,
+    HttpRouteRulesFiltersUrlRewritePath, HttpRouteRulesFiltersUrlRewritePathType,
+};
+use coxswain_ir::{
+    Filter, Header, HeaderModifier, Hostname, PathMatch, PathModifier, Redirect, Rewrite,
+    RouteMatch,
+};
+
+/// Rule-level filters, in spec order. `matches` are the rule's compiled
+/// matches (ReplacePrefixMatch needs every one of them to be a PathPrefix).
+pub fn compile_rule_filters(
+    filters: Option<&[HttpRouteRulesFilters]>,
+    matches: &[RouteMatch],
+) -> Result<Vec<Filter>, String> {
+    let mut out = Vec::new();
+    let mut seen: Vec<&'static str> = Vec::new();
+    for f in filters.unwrap_or_default() {
+        let (name, filter) = match f.r#type {
+            HttpRouteRulesFiltersType::RequestHeaderModifier => {
+                let m = f
+                    .request_header_modifier
+                    .as_ref()
+                    .ok_or_else(|| missing("requestHeaderModifier"))?;
+                let modifier = header_modifier(
+                    m.set.iter().flatten().map(|h| (&h.name, &h.value)),
+                    m.add.iter().flatten().map(|h| (&h.name, &h.value)),
+                    m.remove.as_deref(),
+                )?;
+                ("RequestHeaderModifier", Filter::RequestHeaders(modifier))
+            }
+            HttpRouteRulesFiltersType::ResponseHeaderModifier => {
+                let m = f
+                    .response_header_modifier
+                    .as_ref()
+                    .ok_or_else(|| missing("responseHeaderModifier"))?;
+                let modifier = header_modifier(
+                    m.set.iter().flatten().map(|h| (&h.name, &h.value)),
+                    m.add.iter().flatten().map(|h| (&h.name, &h.value)),
+                    m.remove.as_deref(),
+                )?;
+                ("ResponseHeaderModifier", Filter::ResponseHeaders(modifier))
+            }
+            HttpRouteRulesFiltersType::RequestRedirect => {
+                let r = f
+                    .request_redirect
+                    .as_ref()
+                    .ok_or_else(|| missing("requestRedirect"))?;
+                ("RequestRedirect", Filter::Redirect(redirect(r, matches)?))
+            }
+            HttpRouteRulesFiltersType::UrlRewrite => {
+                let r = f
+                    .url_rewrite
+                    .as_ref()
+                    .ok_or_else(|| missing("urlRewrite"))?;
+                ("URLRewrite", Filter::Rewrite(rewrite(r, matches)?))
+            }
+            HttpRouteRulesFiltersType::RequestMirror => return Err(unsupported("RequestMirror")),
+            HttpRouteRulesFiltersType::ExtensionRef => return Err(unsupported("ExtensionRef")),
+            HttpRouteRulesFiltersType::Cors => return Err(unsupported("CORS")),
+        };
+        if seen.contains(&name) {
+            return Err(format!("filter {name} may appear only once per rule"));
+        }
+        seen.push(name);
+        out.push(filter);
+    }
+    if seen.contains(&"RequestRedirect") && seen.contains(&"URLRewrite") {
+        return Err("RequestRedirect and URLRewrite cannot be combined in one rule".to_string());
+    }
+    Ok(out)
+}
+
+/// backendRef-level filters: only header modifiers are supported.
+pub fn compile_backend_filters(
+    filters: Option<&[HttpRouteRulesBackendRefsFilters]>,
+) -> Result<Vec<Filter>, String> {
+    let mut out = Vec::new();
+    for f in filters.unwrap_or_default() {
+        let filter = match &f.r#type {
+            HttpRouteRulesBackendRefsFiltersType::RequestHeaderModifier => {
+                let m = f
+                    .request_header_modifier
+                    .as_ref()
+                    .ok_or_else(|| missing("requestHeaderModifier"))?;
+                Filter::RequestHeaders(header_modifier(
+                    m.set.iter().flatten().map(|h| (&h.name, &h.value)),
+                    m.add.iter().flatten().map(|h| (&h.name, &h.value)),
+                    m.remove.as_deref(),
+                )?)
+            }
+            HttpRouteRulesBackendRefsFiltersType::ResponseHeaderModifier => {
+                let m = f
+                    .response_header_modifier
+                    .as_ref()
+                    .ok_or_else(|| missing("responseHeaderModifier"))?;
+                Filter::ResponseHeaders(header_modifier(
+                    m.set.iter().flatten().map(|h| (&h.name, &h.value)),
+                    m.add.iter().flatten().map(|h| (&h.name, &h.value)),
+                    m.remove.as_deref(),
+                )?)
+            }
+            other => {
+                return Err(format!(
+                    "backendRef filter {other:?} is not supported; only header modifiers are"
+                ));
+            }
+        };
+        out.push(filter);
+    }
+    Ok(out)
+}
+
+fn missing(field: &str) -> String {
+    format!("filter is missing its {field} configuration")
+}
+
+fn unsupported(kind: &str) -> String {
+    format!("filter {kind} is not supported")
+}
+
+fn header_modifier<'a>(
+    set: impl IntoIterator<Item = (&'a String, &'a String)>,
+    add: impl IntoIterator<Item = (&'a String, &'a String)>,
+    remove: Option<&[String]>,
+) -> Result<HeaderModifier, String> {
+    let remove = remove
+        .unwrap_or_default()
+        .iter()
+        .map(|n| header_name(n))
+        .collect::<Result<_, _>>()?;
+    Ok(HeaderModifier {
+        set: headers(set)?,
+        add: headers(add)?,
+        remove,
+    })
+}
+
+fn headers<'a>(
+    pairs: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Result<Vec<Header>, String> {
+    pairs
+        .into_iter()
+        .map(|(name, value)| {
+            Ok(Header {
+                name: header_name(name)?,
+                value: value.clone(),
+            })
+        })
+        .collect()
+}
+
+fn header_name(name: &str) -> Result<String, String> {
+    let valid = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if valid {
+        Ok(name.to_ascii_lowercase())
+    } else {
+        Err(format!("{name:?} is not a valid header name"))
+    }
+}
+
+fn redirect(
+    r: &HttpRouteRulesFiltersRequestRedirect,
+    matches: &[RouteMatch],
+) -> Result<Redirect, String> {
+    let status_code = match r.status_code {
+        None => 302,
+        Some(code @ (301 | 302 | 303 | 307 | 308)) => code as u16,
+        Some(other) => return Err(format!("redirect status code {other} is not supported")),
+    };
+    let port = r
+        .port
+        .map(|p| {
+            u16::try_from(p)
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| format!("redirect port {p} is out of range"))
+        })
+        .transpose()?;
+    let scheme = r.scheme.as_ref().map(|s| match s {
+        HttpRouteRulesFiltersRequestRedirectScheme::Http => "http".to_string(),
+        HttpRouteRulesFiltersRequestRedirectScheme::Https => "https".to_string(),
+    });
+    Ok(Redirect {
+        scheme,
+        hostname: r.hostname.as_deref().map(precise_hostname).transpose()?,
+        port,
+        path: r
+            .path
+            .as_ref()
+            .map(|p| redirect_path(p, matches))
+            .transpose()?,
+        status_code,
+    })
+}
+
+fn redirect_path(
+    p: &HttpRouteRulesFiltersRequestRedirectPath,
+    matches: &[RouteMatch],
+) -> Result<PathModifier, String> {
+    match p.r#type {
+        HttpRouteRulesFiltersRequestRedirectPathType::ReplaceFullPath => {
+            path_modifier(p.replace_full_path.as_deref(), false, matches)
+        }
+        HttpRouteRulesFiltersRequestRedirectPathType::ReplacePrefixMatch => {
+            path_modifier(p.replace_prefix_match.as_deref(), true, matches)
+        }
+    }
+}
+
+fn rewrite(r: &HttpRouteRulesFiltersUrlRewrite, matches: &[RouteMatch]) -> Result<Rewrite, String> {
+    Ok(Rewrite {
+        hostname: r.hostname.as_deref().map(precise_hostname).transpose()?,
+        path: r
+            .path
+            .as_ref()
+            .map(|p| rewrite_path(p, matches))
+            .transpose()?,
+    })
+}
+
+fn rewrite_path(
+    p: &HttpRouteRulesFiltersUrlRewritePath,
+    matches: &[RouteMatch],
+) -> Result<PathModifier, String> {
+    match p.r#type {
+        HttpRouteRulesFiltersUrlRewritePathType::ReplaceFullPath => {
+            path_modifier(p.replace_full_path.as_deref(), false, matches)
+        }
+        HttpRouteRulesFiltersUrlRewritePathType::ReplacePrefixMatch => {
+            path_modifier(p.replace_prefix_match.as_deref(), true, matches)
+        }
+    }
+}
+
+fn path_modifier(
+    value: Option<&str>,
+    prefix: bool,
+    matches: &[RouteMatch],
+) -> Result<PathModifier, String> {
+    let field = if prefix {
+        "replacePrefixMatch"
+    } else {
+        "replaceFullPath"
+    };
+    let value = value.ok_or_else(|| format!("path modifier is missing {field}"))?;
+    if !value.starts_with('/') {
+        return Err(format!("{field} {value:?} must start with '/'"));
+    }
+    if !prefix {
+        return Ok(PathModifier::ReplaceFullPath(value.to_string()));
+    }
+    if !matches
+        .iter()
+        .all(|m| matches!(m.path, PathMatch::Prefix(_)))
+    {
+        return Err(
+            "ReplacePrefixMatch requires every match of the rule to be a PathPrefix match"
+                .to_string(),
+        );
+    }
+    Ok(PathModifier::ReplacePrefixMatch(value.to_string()))
+}
+
+fn precise_hostname(value: &str) -> Result<String, String> {
+    let host = Hostname::parse(value).map_err(|e| e.to_string())?;
+    if host.is_wildcard() {
+        return Err(format!("hostname {value:?} must not be a wildcard"));
+    }
+    Ok(host.as_str().to_string())
+}

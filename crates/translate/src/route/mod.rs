@@ -1,0 +1,110 @@
+//! HTTPRoutes: validated once per route, then attached to each parent.
+
+mod attach;
+mod backends;
+mod filters;
+mod hostnames;
+mod matches;
+mod rules;
+
+pub use attach::{AttachedRoute, attach_routes};
+pub use backends::ClusterSpec;
+
+use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteRules;
+use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use coxswain_api::{HttpRoute, ObjectKey, Snapshot};
+use coxswain_ir::{BackendTarget, Hostname, Route, RouteId, WeightedBackend};
+
+use crate::route::backends::Unresolved;
+use crate::route::rules::CompiledRule;
+
+/// An HTTPRoute after validation, independent of its parents.
+#[derive(Clone, Debug)]
+pub struct CompiledRoute {
+    pub key: ObjectKey,
+    pub generation: Option<i64>,
+    pub created: Option<Time>,
+    pub hostnames: Result<Vec<Hostname>, String>,
+    /// Valid rules only.
+    pub rules: Vec<CompiledRule>,
+    /// One message per dropped rule.
+    pub rule_errors: Vec<String>,
+    /// The first backendRef that did not resolve.
+    pub unresolved: Option<Unresolved>,
+}
+
+impl CompiledRoute {
+    /// Whole-route rejection (UnsupportedValue), if any.
+    pub fn unusable(&self) -> Option<String> {
+        match &self.hostnames {
+            Err(e) => Some(e.clone()),
+            Ok(_) if self.rules.is_empty() && !self.rule_errors.is_empty() => {
+                Some(self.rule_errors.join("; "))
+            }
+            Ok(_) => None,
+        }
+    }
+
+    /// IR routes (one per valid rule) for the given effective hostnames.
+    pub fn ir_routes(&self, hostnames: &[Hostname]) -> impl Iterator<Item = Route> + '_ {
+        let hostnames = hostnames.to_vec();
+        self.rules.iter().map(move |rule| Route {
+            id: RouteId {
+                namespace: self.key.namespace.clone(),
+                name: self.key.name.clone(),
+                rule_index: rule.index,
+                rule_name: rule.name.clone(),
+            },
+            hostnames: hostnames.clone(),
+            matches: rule.matches.clone(),
+            filters: rule.filters.clone(),
+            backends: rule
+                .backends
+                .iter()
+                .map(|b| WeightedBackend {
+                    weight: b.weight,
+                    target: match &b.target {
+                        Ok(spec) => BackendTarget::Cluster(spec.name.clone()),
+                        Err((reason, message)) => BackendTarget::Invalid {
+                            reason: format!("{}: {message}", reason.as_str()),
+                        },
+                    },
+                    filters: b.filters.clone(),
+                })
+                .collect(),
+            timeouts: rule.timeouts.clone(),
+        })
+    }
+}
+
+pub fn compile_route(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) -> CompiledRoute {
+    let mut rules = Vec::new();
+    let mut rule_errors = Vec::new();
+    let mut unresolved = None;
+    // The CRD default when unset: one catch-all rule.
+    let default_rules = [HttpRouteRules::default()];
+    let route_rules = match route.spec.rules.as_deref() {
+        Some(rules) if !rules.is_empty() => rules,
+        _ => &default_rules,
+    };
+    for (i, rule) in route_rules.iter().enumerate() {
+        let targets = rules::resolve_backends(snapshot, &key.namespace, rule);
+        if unresolved.is_none() {
+            unresolved = targets.iter().find_map(|t| t.as_ref().err().cloned());
+        }
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        match rules::compile_rule(index, rule, targets) {
+            Ok(r) => rules.push(r),
+            Err(e) => rule_errors.push(e),
+        }
+    }
+    CompiledRoute {
+        key: key.clone(),
+        generation: route.metadata.generation,
+        created: route.metadata.creation_timestamp.clone(),
+        hostnames: hostnames::parse_route_hostnames(route.spec.hostnames.as_deref()),
+        rules,
+        rule_errors,
+        unresolved,
+    }
+}

@@ -1,0 +1,98 @@
+//! One HTTPRoute rule: matches, filters, backends and timeouts.
+
+use coxswain_api::Snapshot;
+use coxswain_api::gateway_api::apis::standard::httproutes::{
+    HttpRouteRules, HttpRouteRulesTimeouts,
+};
+use coxswain_ir::{Filter, RouteMatch, Timeouts};
+
+use crate::duration::parse_duration_ms;
+use crate::route::backends::{self, ClusterSpec, Unresolved};
+use crate::route::filters::{compile_backend_filters, compile_rule_filters};
+use crate::route::matches::compile_matches;
+
+#[derive(Clone, Debug)]
+pub struct CompiledBackend {
+    pub weight: u32,
+    pub target: Result<ClusterSpec, Unresolved>,
+    pub filters: Vec<Filter>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CompiledRule {
+    pub index: u32,
+    pub name: Option<String>,
+    pub matches: Vec<RouteMatch>,
+    pub filters: Vec<Filter>,
+    pub backends: Vec<CompiledBackend>,
+    pub timeouts: Timeouts,
+}
+
+/// Resolves every backendRef of a rule (for ResolvedRefs, even when the rule
+/// turns out invalid).
+pub fn resolve_backends(
+    snapshot: &Snapshot,
+    route_ns: &str,
+    rule: &HttpRouteRules,
+) -> Vec<Result<ClusterSpec, Unresolved>> {
+    rule.backend_refs
+        .iter()
+        .flatten()
+        .map(|b| backends::resolve(snapshot, route_ns, b))
+        .collect()
+}
+
+/// Validates a rule; the error is a short message for PartiallyInvalid/UnsupportedValue.
+pub fn compile_rule(
+    index: u32,
+    rule: &HttpRouteRules,
+    targets: Vec<Result<ClusterSpec, Unresolved>>,
+) -> Result<CompiledRule, String> {
+    let prefix = |e: String| format!("rule {index}: {e}");
+    let matches = compile_matches(rule.matches.as_deref()).map_err(prefix)?;
+    let filters = compile_rule_filters(rule.filters.as_deref(), &matches).map_err(prefix)?;
+    let timeouts = compile_timeouts(rule.timeouts.as_ref()).map_err(prefix)?;
+    let mut backends = Vec::new();
+    for (b, target) in rule.backend_refs.iter().flatten().zip(targets) {
+        let filters = compile_backend_filters(b.filters.as_deref()).map_err(prefix)?;
+        backends.push(CompiledBackend {
+            weight: backends::weight(b),
+            target,
+            filters,
+        });
+    }
+    Ok(CompiledRule {
+        index,
+        name: rule.name.clone().filter(|n| !n.is_empty()),
+        matches,
+        filters,
+        backends,
+        timeouts,
+    })
+}
+
+fn compile_timeouts(t: Option<&HttpRouteRulesTimeouts>) -> Result<Timeouts, String> {
+    let Some(t) = t else {
+        return Ok(Timeouts::default());
+    };
+    // "0s" disables the timeout.
+    let parse = |v: Option<&str>| -> Result<Option<u64>, String> {
+        match v {
+            None => Ok(None),
+            Some(v) => parse_duration_ms(v).map(|ms| (ms != 0).then_some(ms)),
+        }
+    };
+    let request_ms = parse(t.request.as_deref())?;
+    let backend_request_ms = parse(t.backend_request.as_deref())?;
+    if let (Some(req), Some(backend)) = (request_ms, backend_request_ms)
+        && backend > req
+    {
+        return Err(format!(
+            "timeouts.backendRequest ({backend}ms) must not exceed timeouts.request ({req}ms)"
+        ));
+    }
+    Ok(Timeouts {
+        request_ms,
+        backend_request_ms,
+    })
+}
