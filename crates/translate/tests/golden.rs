@@ -153,7 +153,10 @@ fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
 
 fn scenario_name(path: &Path) -> String {
     let name = path.file_name().unwrap().to_string_lossy();
-    name.split(".in.yaml").next().unwrap_or_default().to_string()
+    name.split(".in.yaml")
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[test]
@@ -196,8 +199,15 @@ fn scenario_names_follow_kind_dash_scenario() {
         let name = scenario_name(&input);
         let kind = name.split('-').next().unwrap_or_default();
         assert!(
-            ["gatewayclass", "gateway", "listener", "httproute", "endpoints", "referencegrant"]
-                .contains(&kind)
+            [
+                "gatewayclass",
+                "gateway",
+                "listener",
+                "httproute",
+                "endpoints",
+                "referencegrant"
+            ]
+            .contains(&kind)
                 && name.contains('-'),
             "{name}: expected <kind>-<scenario>"
         );

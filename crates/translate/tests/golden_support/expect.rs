@@ -136,7 +136,10 @@ fn select_scope<'a>(
     let wanted_ns = selectors.parent_namespace.unwrap_or(&key.namespace);
     let found = parents.iter().find(|p| {
         let r = &p["parentRef"];
-        let text = |field: &str| r.get(field).map(|v| v.to_string().trim_matches('"').to_string());
+        let text = |field: &str| {
+            r.get(field)
+                .map(|v| v.to_string().trim_matches('"').to_string())
+        };
         r.get("name").and_then(Value::as_str) == Some(name)
             && text("namespace").as_deref().unwrap_or(wanted_ns) == wanted_ns
             && text("sectionName").as_deref() == selectors.section
@@ -160,29 +163,52 @@ fn assert_on(scope: &Value, tokens: &[&str]) -> Result<(), String> {
                 Value::Array(items) => items.len().to_string(),
                 other => other.to_string(),
             };
-            (got == want).then_some(()).ok_or(format!("{name} is {got}"))
+            (got == want)
+                .then_some(())
+                .ok_or(format!("{name} is {got}"))
         }
         "supportedKinds" => {
             let got: Vec<&str> = scope["supportedKinds"]
                 .as_array()
                 .map(|kinds| kinds.iter().filter_map(|k| k["kind"].as_str()).collect())
                 .unwrap_or_default();
-            let got = if got.is_empty() { "-".into() } else { got.join(",") };
-            (got == want).then_some(()).ok_or(format!("supportedKinds is {got}"))
+            let got = if got.is_empty() {
+                "-".into()
+            } else {
+                got.join(",")
+            };
+            (got == want)
+                .then_some(())
+                .ok_or(format!("supportedKinds is {got}"))
         }
         condition => check_condition(scope, condition, want, reason),
     }
 }
 
-fn check_condition(scope: &Value, type_: &str, want: &str, reason: Option<&str>) -> Result<(), String> {
-    let conditions = scope["conditions"].as_array().map(Vec::as_slice).unwrap_or_default();
+fn check_condition(
+    scope: &Value,
+    type_: &str,
+    want: &str,
+    reason: Option<&str>,
+) -> Result<(), String> {
+    let conditions = scope["conditions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let found = conditions
         .iter()
         .find(|c| c["type"].as_str() == Some(type_));
     let summary = || {
         conditions
             .iter()
-            .map(|c| format!("{}={} {}", c["type"].as_str().unwrap_or("?"), c["status"].as_str().unwrap_or("?"), c["reason"].as_str().unwrap_or("?")))
+            .map(|c| {
+                format!(
+                    "{}={} {}",
+                    c["type"].as_str().unwrap_or("?"),
+                    c["status"].as_str().unwrap_or("?"),
+                    c["reason"].as_str().unwrap_or("?")
+                )
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };

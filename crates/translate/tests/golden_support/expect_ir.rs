@@ -23,7 +23,7 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
             let socket = ir
                 .listeners
                 .iter()
-                .find(|l| format!("{}:{}", l.address, l.port) == value);
+                .find(|l| std::net::SocketAddr::new(l.address, l.port).to_string() == value);
             match (socket, rest) {
                 (None, ["absent"]) => Ok(()),
                 (None, _) => Err(format!("no socket {value}")),
@@ -39,7 +39,12 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
         "on" => {
             let listener = gateway_listeners(ir)
                 .find(|l| listener_id(l) == value)
-                .ok_or_else(|| format!("no gateway listener {value}; have {:?}", gateway_listeners(ir).map(listener_id).collect::<Vec<_>>()))?;
+                .ok_or_else(|| {
+                    format!(
+                        "no gateway listener {value}; have {:?}",
+                        gateway_listeners(ir).map(listener_id).collect::<Vec<_>>()
+                    )
+                })?;
             let mut json = to_json(listener);
             json["order"] = Value::String(join_ids(listener.routes.iter()));
             json["ranking"] = Value::String(ranking(listener));
@@ -93,12 +98,13 @@ fn check_fields(json: &Value, tokens: &[&str], text: &str) -> Result<(), String>
         let (field, want) = token
             .split_once('=')
             .ok_or_else(|| format!("`{token}` is not field=value"))?;
-        let got = match &json[field] {
-            Value::Array(items) => items.len().to_string(),
-            Value::String(s) if s.is_empty() => "-".into(),
-            Value::String(s) => s.clone(),
-            Value::Null => return Err(format!("no field {field}")),
-            other => other.to_string(),
+        let got = match json.get(field) {
+            None => return Err(format!("no field {field}")),
+            Some(Value::Array(items)) => items.len().to_string(),
+            Some(Value::String(s)) if s.is_empty() => "-".into(),
+            Some(Value::Null) => "-".into(),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
         };
         if got != want {
             return Err(format!("{field} is {got}"));

@@ -40,7 +40,10 @@ pub fn snapshot(objects: &[InputObject]) -> Snapshot {
 }
 
 fn kind_of(value: &Value) -> &str {
-    value.get("kind").and_then(Value::as_str).unwrap_or_default()
+    value
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 fn is_cluster_scoped(kind: &str) -> bool {
@@ -72,9 +75,10 @@ fn typed(value: &Value) -> Result<Object, String> {
         ("gateway.networking.k8s.io/v1", "GatewayClass") => Object::GatewayClass(parse(value)?),
         ("gateway.networking.k8s.io/v1", "Gateway") => Object::Gateway(parse(value)?),
         ("gateway.networking.k8s.io/v1", "HTTPRoute") => Object::HttpRoute(parse(value)?),
-        ("gateway.networking.k8s.io/v1beta1" | "gateway.networking.k8s.io/v1", "ReferenceGrant") => {
-            Object::ReferenceGrant(parse(value)?)
-        }
+        (
+            "gateway.networking.k8s.io/v1beta1" | "gateway.networking.k8s.io/v1",
+            "ReferenceGrant",
+        ) => Object::ReferenceGrant(parse(value)?),
         ("v1", "Service") => Object::Service(parse(value)?),
         ("v1", "Namespace") => Object::Namespace(parse(value)?),
         ("v1", "Secret") => Object::Secret(parse(value)?),
