@@ -14,7 +14,9 @@ fn protocol_family(protocol: &str) -> &str {
     }
 }
 
-/// Marks conflicted listeners (`ListenerModel::conflict`).
+/// Marks conflicted listeners (`ListenerModel::conflict`). A conflicted
+/// listener's port is not configured, so it is not Accepted either (the spec
+/// accepts a listener only when it yields some data-plane configuration).
 pub fn mark_conflicts(listeners: &mut [ListenerModel]) {
     let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, l) in listeners.iter().enumerate() {
@@ -65,6 +67,9 @@ pub fn mark_conflicts(listeners: &mut [ListenerModel]) {
     }
     for (i, reason, message) in conflicts {
         if let Some(l) = listeners.get_mut(i) {
+            if l.accepted.is_ok() {
+                l.accepted = Err((reason, message.clone()));
+            }
             l.conflict = Some((reason, message));
         }
     }
