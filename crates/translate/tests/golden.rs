@@ -57,7 +57,6 @@ use coxswain_api::Snapshot;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
 use coxswain_translate::{DEFAULT_CONTROLLER_NAME, Options, Output, translate};
-use serde_json::Value;
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
@@ -71,23 +70,26 @@ fn options() -> Options {
     }
 }
 
-/// Renders the `.out.yaml` document for one translated scenario.
+/// Renders the `.out.yaml` document for one translated scenario. Built from
+/// YAML values so input key order (and IR field order) is kept.
 fn render(objects: &[load::InputObject], output: &Output) -> String {
+    use serde_yaml_ng::{Mapping, Value};
     let objects: Vec<Value> = objects
         .iter()
         .map(|input| {
-            let mut value = input.value.clone();
+            let mut value = input.yaml.clone();
             let status = output
                 .statuses
                 .status_json(input.object.kind(), &input.object.key());
-            if let (Some(status), Some(map)) = (status, value.as_object_mut()) {
-                map.insert("status".into(), status);
+            if let (Some(status), Value::Mapping(map)) = (status, &mut value) {
+                map.insert("status".into(), serde_yaml_ng::to_value(status).unwrap());
             }
             value
         })
         .collect();
-    let ir = serde_json::to_value(&output.ir).unwrap();
-    let document = serde_json::json!({ "objects": objects, "ir": ir });
+    let mut document = Mapping::new();
+    document.insert("objects".into(), Value::Sequence(objects));
+    document.insert("ir".into(), serde_yaml_ng::to_value(&output.ir).unwrap());
     serde_yaml_ng::to_string(&document).unwrap()
 }
 

@@ -7,9 +7,10 @@ use coxswain_api::{Object, Snapshot};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// One input document: as written (namespace defaulted) and typed.
+/// One input document: as written (namespace defaulted, key order kept) and
+/// typed.
 pub struct InputObject {
-    pub value: Value,
+    pub yaml: serde_yaml_ng::Value,
     pub object: Object,
 }
 
@@ -17,16 +18,18 @@ pub struct InputObject {
 pub fn parse_objects(text: &str) -> Result<Vec<InputObject>, String> {
     let mut objects = Vec::new();
     for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let yaml = serde_yaml_ng::Value::deserialize(document)
+        let mut yaml = serde_yaml_ng::Value::deserialize(document)
             .map_err(|e| format!("document {index}: {e}"))?;
         if yaml.is_null() {
             continue;
         }
         let mut value =
             serde_json::to_value(&yaml).map_err(|e| format!("document {index}: {e}"))?;
-        default_namespace(&mut value);
+        if default_namespace(&mut value) {
+            yaml["metadata"]["namespace"] = "default".into();
+        }
         let object = typed(&value).map_err(|e| format!("document {index}: {e}"))?;
-        objects.push(InputObject { value, object });
+        objects.push(InputObject { yaml, object });
     }
     Ok(objects)
 }
@@ -51,14 +54,19 @@ fn is_cluster_scoped(kind: &str) -> bool {
 }
 
 /// Namespaced objects written without a namespace live in `default`.
-fn default_namespace(value: &mut Value) {
+/// Returns whether the namespace was filled in.
+fn default_namespace(value: &mut Value) -> bool {
     if is_cluster_scoped(kind_of(value)) {
-        return;
+        return false;
     }
-    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.entry("namespace")
-            .or_insert_with(|| Value::String("default".into()));
+    let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    if meta.contains_key("namespace") {
+        return false;
     }
+    meta.insert("namespace".into(), Value::String("default".into()));
+    true
 }
 
 fn typed(value: &Value) -> Result<Object, String> {
