@@ -60,3 +60,6 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Output {
     };
     Output { ir, statuses }
 }
+
+#[cfg(test)]
+mod tests;
