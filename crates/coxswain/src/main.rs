@@ -1,1 +1,49 @@
-fn main() {}
+//! The `coxswain` binary: thin wiring of provider, translator and proxy.
+
+mod admin;
+mod check;
+mod cli;
+mod conditions;
+mod duration;
+mod echo;
+mod http_server;
+mod run;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    match cli.command {
+        cli::Command::Check(args) => check::check(&args),
+        cli::Command::Run(args) => with_runtime(run::run(args)),
+        cli::Command::Echo(args) => with_runtime(echo::serve_forever(args)),
+    }
+}
+
+fn with_runtime(future: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(future) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

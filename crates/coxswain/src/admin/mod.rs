@@ -1,0 +1,65 @@
+//! The admin listener: health, readiness, live config, statuses, metrics.
+
+mod state;
+
+pub use state::{ReloadOutcome, ReloadState};
+
+use std::sync::Arc;
+
+use coxswain_proxy::Proxy;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response};
+use tokio::net::TcpListener;
+
+use crate::http_server::{Body, respond, serve};
+
+const JSON: &str = "application/json";
+const TEXT: &str = "text/plain; charset=utf-8";
+const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+#[derive(Clone)]
+pub struct Admin {
+    pub proxy: Proxy,
+    pub state: Arc<ReloadState>,
+}
+
+impl Admin {
+    pub async fn serve(self, listener: TcpListener) {
+        let admin = Arc::new(self);
+        serve(listener, move |request| {
+            let admin = admin.clone();
+            async move { admin.handle(&request) }
+        })
+        .await;
+    }
+
+    fn handle(&self, request: &Request<Incoming>) -> Response<Body> {
+        if request.method() != Method::GET && request.method() != Method::HEAD {
+            return respond(405, TEXT, "method not allowed\n");
+        }
+        match request.uri().path() {
+            "/healthz" => respond(200, TEXT, "ok\n"),
+            "/readyz" if self.state.is_ready() => respond(200, TEXT, "ready\n"),
+            "/readyz" => respond(503, TEXT, "not ready: no config serving yet\n"),
+            "/config" => json(&*self.proxy.config()),
+            "/status" => json(&self.state.statuses_json()),
+            "/metrics" => {
+                let mut out = String::new();
+                self.proxy.render_metrics(&mut out);
+                self.state.render_metrics(&mut out);
+                respond(200, PROMETHEUS, out)
+            }
+            _ => respond(404, TEXT, "not found\n"),
+        }
+    }
+}
+
+fn json(value: &impl serde::Serialize) -> Response<Body> {
+    match serde_json::to_vec_pretty(value) {
+        Ok(mut body) => {
+            body.push(b'\n');
+            respond(200, JSON, body)
+        }
+        Err(e) => respond(500, TEXT, format!("{e}\n")),
+    }
+}

@@ -1,0 +1,106 @@
+//! `coxswain check DIR`: the whole pipeline except serving, offline.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::ExitCode;
+
+use coxswain_api::Object;
+use coxswain_provider_file::load_dir;
+use coxswain_translate::{Options, Output, translate};
+use serde_json::Value;
+
+use crate::cli::{CheckArgs, OutputFormat};
+use crate::conditions::conditions;
+
+const EXIT_REJECTED: u8 = 1;
+const EXIT_LOAD_FAILED: u8 = 2;
+
+pub fn check(args: &CheckArgs) -> ExitCode {
+    let loaded = load_dir(&args.dir);
+    if !loaded.errors.is_empty() {
+        for error in &loaded.errors {
+            eprintln!("{error}");
+        }
+        eprintln!(
+            "{} error(s) loading {}",
+            loaded.errors.len(),
+            args.dir.display()
+        );
+        return ExitCode::from(EXIT_LOAD_FAILED);
+    }
+    let options = Options {
+        controller_name: args.controller_name.clone(),
+        default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        now: crate::run::now(),
+    };
+    let output = translate(&loaded.snapshot, &options);
+    let printed = match args.output {
+        None => Ok(print_summary(&loaded.objects, &output)),
+        Some(format) => print_list(&loaded.objects, &output, format),
+    };
+    if let Err(e) = printed {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
+    if output.all_accepted() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_REJECTED)
+    }
+}
+
+fn print_summary(objects: &[Object], output: &Output) {
+    let mut problems = 0;
+    for object in objects {
+        let (kind, key) = (object.kind(), object.key());
+        let Some(status) = output.statuses.status_json(kind, &key) else {
+            println!("{kind} {key}: loaded");
+            continue;
+        };
+        let found = conditions(&status);
+        if found.iter().any(|c| c.is_problem()) {
+            problems += 1;
+        }
+        let described: Vec<String> = found.iter().map(|c| c.describe()).collect();
+        if described.is_empty() {
+            println!("{kind} {key}: no conditions");
+        } else {
+            println!("{kind} {key}: {}", described.join(", "));
+        }
+    }
+    println!("{} object(s), {problems} with problems", objects.len());
+}
+
+fn print_list(objects: &[Object], output: &Output, format: OutputFormat) -> anyhow::Result<()> {
+    let mut items = Vec::with_capacity(objects.len());
+    for object in objects {
+        let mut value = object_json(object)?;
+        if let (Some(status), Some(map)) = (
+            output.statuses.status_json(object.kind(), &object.key()),
+            value.as_object_mut(),
+        ) {
+            map.insert("status".to_string(), status);
+        }
+        items.push(value);
+    }
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+    match format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&list)?),
+        OutputFormat::Yaml => print!("{}", serde_yaml_ng::to_string(&list)?),
+    }
+    Ok(())
+}
+
+/// An object as Kubernetes would print it (with apiVersion and kind).
+pub fn object_json(object: &Object) -> serde_json::Result<Value> {
+    match object {
+        Object::GatewayClass(o) => serde_json::to_value(&**o),
+        Object::Gateway(o) => serde_json::to_value(&**o),
+        Object::HttpRoute(o) => serde_json::to_value(&**o),
+        Object::ReferenceGrant(o) => serde_json::to_value(&**o),
+        Object::Service(o) => serde_json::to_value(&**o),
+        Object::EndpointSlice(o) => serde_json::to_value(&**o),
+        Object::Namespace(o) => serde_json::to_value(&**o),
+        Object::Secret(o) => serde_json::to_value(&**o),
+        Object::ConfigMap(o) => serde_json::to_value(&**o),
+    }
+}

@@ -1,0 +1,88 @@
+//! Command-line interface.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::duration::parse_duration;
+
+/// Coxswain: a Kubernetes Gateway API implementation.
+///
+/// In standalone mode Coxswain reads Gateway API objects (GatewayClass,
+/// Gateway, HTTPRoute, ReferenceGrant) and the core objects they refer to
+/// (Service, EndpointSlice, Namespace, Secret, ConfigMap) from a directory
+/// of YAML or JSON files, and serves them. Edits are applied live.
+#[derive(Debug, Parser)]
+#[command(name = "coxswain", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the Gateways defined in a config directory, reloading on change.
+    Run(RunArgs),
+    /// Load and translate a config directory, print each object's status.
+    ///
+    /// Exit status: 0 when every object is accepted, 1 when something is
+    /// rejected, 2 when a file cannot be loaded.
+    Check(CheckArgs),
+    /// Run a test backend that answers every request with a JSON
+    /// description of what it received.
+    Echo(EchoArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Directory of YAML/JSON files, read recursively and watched for changes.
+    #[arg(long, short = 'c', value_name = "DIR")]
+    pub config: PathBuf,
+    /// Address listeners bind to when a Gateway has no spec.addresses.
+    #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
+    pub bind_address: IpAddr,
+    /// Admin endpoint: /healthz, /readyz, /config, /status, /metrics.
+    #[arg(long, default_value = "127.0.0.1:9901", value_name = "ADDR")]
+    pub admin_address: SocketAddr,
+    /// GatewayClasses with this spec.controllerName are served.
+    #[arg(long, default_value = coxswain_translate::DEFAULT_CONTROLLER_NAME, value_name = "NAME")]
+    pub controller_name: String,
+    /// How long in-flight requests may finish after SIGTERM (e.g. 30s, 500ms).
+    #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    pub drain_timeout: Duration,
+    /// Also run the built-in echo backend on this address (handy for trying
+    /// things out: one command gives a gateway and a backend).
+    #[arg(long, value_name = "ADDR")]
+    pub echo: Option<SocketAddr>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Directory of YAML/JSON files to check.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Print every object with its computed status instead of a summary.
+    #[arg(long, short = 'o', value_name = "FORMAT")]
+    pub output: Option<OutputFormat>,
+    /// GatewayClasses with this spec.controllerName are checked.
+    #[arg(long, default_value = coxswain_translate::DEFAULT_CONTROLLER_NAME, value_name = "NAME")]
+    pub controller_name: String,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OutputFormat {
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EchoArgs {
+    /// Address to listen on (HTTP/1.1 and cleartext HTTP/2).
+    #[arg(long, default_value = "127.0.0.1:3000", value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// Name reported as `pod` (default: $POD_NAME, else "echo").
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}

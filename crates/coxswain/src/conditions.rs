@@ -1,0 +1,141 @@
+//! Reads conditions out of computed statuses (as JSON, so one walk serves
+//! GatewayClass, Gateway and HTTPRoute alike) for summaries and logs.
+
+use coxswain_api::ObjectKey;
+use coxswain_translate::Statuses;
+use serde_json::Value;
+
+/// One condition, with where it sits inside the status.
+pub struct Found {
+    /// "" for the object itself, `listener http` or `parent default/gw`.
+    pub scope: String,
+    pub type_: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Found {
+    /// Conditions whose healthy value is False (the spec's "abnormal-true").
+    fn negative_polarity(&self) -> bool {
+        matches!(
+            self.type_.as_str(),
+            "Conflicted" | "PartiallyInvalid" | "OverlappingTLSConfig"
+        )
+    }
+
+    pub fn is_problem(&self) -> bool {
+        (self.status == "True") == self.negative_polarity()
+    }
+
+    /// `Accepted=True`, or with reason and message when it is a problem.
+    pub fn describe(&self) -> String {
+        let scope = if self.scope.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", self.scope)
+        };
+        if self.is_problem() {
+            format!(
+                "{scope}{}={} ({}: {})",
+                self.type_, self.status, self.reason, self.message
+            )
+        } else {
+            format!("{scope}{}={}", self.type_, self.status)
+        }
+    }
+}
+
+/// Every condition in a status object.
+pub fn conditions(status: &Value) -> Vec<Found> {
+    let mut found = Vec::new();
+    collect(status, String::new(), &mut found);
+    for listener in array(status, "listeners") {
+        let name = str_at(listener, &["name"]);
+        collect(listener, format!("listener {name}"), &mut found);
+    }
+    for parent in array(status, "parents") {
+        let namespace = str_at(parent, &["parentRef", "namespace"]);
+        let name = str_at(parent, &["parentRef", "name"]);
+        let section = str_at(parent, &["parentRef", "sectionName"]);
+        let mut scope = if namespace.is_empty() {
+            format!("parent {name}")
+        } else {
+            format!("parent {namespace}/{name}")
+        };
+        if !section.is_empty() {
+            scope = format!("{scope}/{section}");
+        }
+        collect(parent, scope, &mut found);
+    }
+    found
+}
+
+fn collect(holder: &Value, scope: String, found: &mut Vec<Found>) {
+    for condition in array(holder, "conditions") {
+        found.push(Found {
+            scope: scope.clone(),
+            type_: str_at(condition, &["type"]).to_string(),
+            status: str_at(condition, &["status"]).to_string(),
+            reason: str_at(condition, &["reason"]).to_string(),
+            message: str_at(condition, &["message"]).to_string(),
+        });
+    }
+}
+
+fn array<'a>(value: &'a Value, key: &str) -> &'a [Value] {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// Every (kind, key, status) the translator computed, in a stable order.
+pub fn all_statuses(statuses: &Statuses) -> Vec<(&'static str, ObjectKey, Value)> {
+    let keys = statuses
+        .gateway_classes
+        .keys()
+        .map(|k| ("GatewayClass", k))
+        .chain(statuses.gateways.keys().map(|k| ("Gateway", k)))
+        .chain(statuses.http_routes.keys().map(|k| ("HTTPRoute", k)));
+    keys.filter_map(|(kind, key)| {
+        let status = statuses.status_json(kind, key)?;
+        Some((kind, key.clone(), status))
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_nested_conditions() {
+        let status = serde_json::json!({
+            "parents": [{
+                "parentRef": {"name": "gw", "sectionName": "http"},
+                "conditions": [
+                    {"type": "Accepted", "status": "True", "reason": "Accepted", "message": ""},
+                    {"type": "ResolvedRefs", "status": "False", "reason": "BackendNotFound", "message": "no svc"}
+                ]
+            }]
+        });
+        let found = conditions(&status);
+        let described: Vec<_> = found.iter().map(Found::describe).collect();
+        assert_eq!(
+            described,
+            vec![
+                "parent gw/http Accepted=True",
+                "parent gw/http ResolvedRefs=False (BackendNotFound: no svc)"
+            ]
+        );
+    }
+}

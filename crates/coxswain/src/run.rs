@@ -1,0 +1,160 @@
+//! `coxswain run`: load, translate, serve; then reload on every change
+//! until SIGTERM/SIGINT, when we stop accepting and drain.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use coxswain_api::k8s_openapi::jiff::Timestamp;
+use coxswain_provider_file::{Loaded, Reload, Watcher};
+use coxswain_proxy::{Proxy, ProxyOptions};
+use coxswain_translate::{Options, translate};
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::admin::{Admin, ReloadOutcome, ReloadState};
+use crate::cli::RunArgs;
+use crate::conditions::{all_statuses, conditions};
+use crate::echo;
+
+/// `lastTransitionTime` for conditions computed now.
+pub fn now() -> Time {
+    Time(Timestamp::now())
+}
+
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let proxy = Proxy::new(ProxyOptions {
+        drain_timeout: args.drain_timeout,
+        ..ProxyOptions::default()
+    });
+    let state = Arc::new(ReloadState::default());
+    let admin_listener = TcpListener::bind(args.admin_address)
+        .await
+        .with_context(|| format!("cannot listen on admin address {}", args.admin_address))?;
+    tracing::info!(address = %args.admin_address, "admin listening");
+    let admin = Admin {
+        proxy: proxy.clone(),
+        state: state.clone(),
+    };
+    tokio::spawn(admin.serve(admin_listener));
+    if let Some(address) = args.echo {
+        let listener = echo::bind(address).await?;
+        tracing::info!(%address, "echo backend listening");
+        tokio::spawn(echo::serve_on(listener, echo::Identity::from_env(None)));
+    }
+
+    let (_watcher, initial, mut reloads) = Watcher::start(&args.config)
+        .with_context(|| format!("cannot watch {}", args.config.display()))?;
+    let pipeline = Pipeline {
+        proxy: proxy.clone(),
+        state,
+        options: Options {
+            controller_name: args.controller_name.clone(),
+            default_address: args.bind_address,
+            now: now(),
+        },
+    };
+    pipeline.apply(initial, &[], None).await;
+
+    let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    loop {
+        tokio::select! {
+            reload = reloads.recv() => {
+                let Some(reload) = reload else {
+                    tracing::error!("config watcher stopped; serving the last config until shutdown");
+                    break;
+                };
+                let (latest, changed, first_event) = coalesce(reload, &mut reloads);
+                pipeline.apply(latest, &changed, Some(first_event)).await;
+            }
+            _ = terminate.recv() => break,
+            _ = interrupt.recv() => break,
+        }
+    }
+    // A watcher that died leaves us serving; still wait for a signal to exit.
+    if reloads.is_closed() {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+    }
+    tracing::info!(drain_timeout = ?args.drain_timeout, "shutting down: draining in-flight requests");
+    proxy.shutdown().await;
+    tracing::info!("shutdown complete");
+    Ok(())
+}
+
+/// Takes every reload already queued: only the newest snapshot matters,
+/// but the log should name all files that changed.
+fn coalesce(
+    first: Reload,
+    reloads: &mut tokio::sync::mpsc::UnboundedReceiver<Reload>,
+) -> (Loaded, Vec<PathBuf>, Instant) {
+    let first_event = first.first_event;
+    let mut changed = first.changed;
+    let mut latest = first.loaded;
+    while let Ok(next) = reloads.try_recv() {
+        changed.extend(next.changed);
+        latest = next.loaded;
+    }
+    changed.sort();
+    changed.dedup();
+    (latest, changed, first_event)
+}
+
+struct Pipeline {
+    proxy: Proxy,
+    state: Arc<ReloadState>,
+    options: Options,
+}
+
+impl Pipeline {
+    async fn apply(&self, loaded: Loaded, changed: &[PathBuf], first_event: Option<Instant>) {
+        for error in &loaded.errors {
+            eprintln!("{error}");
+        }
+        let options = Options {
+            now: now(),
+            ..self.options.clone()
+        };
+        let translate_start = Instant::now();
+        let output = translate(&loaded.snapshot, &options);
+        let translate_time = translate_start.elapsed();
+        let apply_start = Instant::now();
+        let report = self.proxy.apply(Arc::new(output.ir)).await;
+        let apply_time = apply_start.elapsed();
+        for (address, error) in &report.failed {
+            tracing::error!(%address, %error, "cannot bind listener");
+        }
+        let files: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
+        tracing::info!(
+            files = ?files,
+            objects = loaded.objects.len(),
+            load_errors = loaded.errors.len(),
+            listeners = report.bound.len(),
+            translate_ms = ms(translate_time),
+            apply_ms = ms(apply_time),
+            since_change_ms = first_event.map(|t| ms(t.elapsed())),
+            "config applied"
+        );
+        let statuses = Arc::new(output.statuses);
+        for (kind, key, status) in all_statuses(&statuses) {
+            for problem in conditions(&status).iter().filter(|c| c.is_problem()) {
+                tracing::warn!("{kind} {key} rejected: {}", problem.describe());
+            }
+        }
+        self.state.record(ReloadOutcome {
+            load_errors: loaded.errors.len(),
+            translate: translate_time,
+            serving: report.failed.is_empty(),
+            statuses,
+        });
+    }
+}
+
+fn ms(duration: std::time::Duration) -> f64 {
+    (duration.as_secs_f64() * 1e5).round() / 100.0
+}
