@@ -122,9 +122,10 @@ fn check_pointer(json: &Value, pointer: &str, want: &str) -> Result<(), String> 
             Some(v) => Err(format!("{pointer} is {v}")),
         };
     }
+    // `1` matches the number 1 and the string "1"; quote to be strict.
     let want_value = serde_json::from_str(want).unwrap_or_else(|_| Value::String(want.into()));
     match got {
-        Some(v) if *v == want_value => Ok(()),
+        Some(v) if *v == want_value || v.as_str() == Some(want) => Ok(()),
         Some(v) => Err(format!("{pointer} is {v}")),
         None => Err(format!("{pointer} is missing")),
     }
