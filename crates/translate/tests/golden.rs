@@ -8,6 +8,8 @@
 //! `UPDATE_GOLDEN=1 cargo test -p coxswain-translate --test golden` rewrites
 //! the outputs. An `.out.yaml` without an `.in.yaml` fails, and so does a
 //! scenario without any `# expect:` line.
+//! Rewriting never skips the expectations: a scenario whose expectations fail
+//! still fails, so only regenerate once they pass and then read the diff.
 //!
 //! # Expectations
 //!
