@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
-use notify::event::{AccessKind, AccessMode, CreateKind, RemoveKind};
+use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RemoveKind};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use tokio::sync::mpsc;
 
@@ -77,7 +77,10 @@ fn watch_loop(
         while first_event.elapsed() < MAX_BURST {
             match events.recv_timeout(QUIET) {
                 Ok(event) => burst.add(provider.root(), event),
-                Err(std_mpsc::RecvTimeoutError::Timeout) => break,
+                // A file still open for writing would be read half-written;
+                // wait for its close (bounded by MAX_BURST).
+                Err(std_mpsc::RecvTimeoutError::Timeout) if burst.writing.is_empty() => break,
+                Err(std_mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
             }
         }
@@ -109,6 +112,8 @@ fn watch_loop(
 #[derive(Default)]
 struct Burst {
     files: BTreeSet<PathBuf>,
+    /// Files written to but not yet closed by their writer.
+    writing: BTreeSet<PathBuf>,
     /// Directories came or went, or the OS dropped events: read everything.
     rescan: bool,
 }
@@ -140,11 +145,26 @@ impl Burst {
             self.rescan = true;
             return;
         }
+        let closed = matches!(
+            event.kind,
+            EventKind::Access(AccessKind::Close(AccessMode::Write))
+                | EventKind::Remove(_)
+                | EventKind::Modify(ModifyKind::Name(_))
+        );
+        let written = matches!(
+            event.kind,
+            EventKind::Create(CreateKind::File) | EventKind::Modify(ModifyKind::Data(_))
+        );
         for path in event.paths {
             if under_hidden_dir(root, &path) {
                 continue;
             }
             if is_config_file(&path) {
+                if closed {
+                    self.writing.remove(&path);
+                } else if written {
+                    self.writing.insert(path.clone());
+                }
                 self.files.insert(path);
             } else if path.is_dir() {
                 // A directory renamed into place: its files are new to us.
