@@ -10,19 +10,35 @@ use http::StatusCode;
 
 #[tokio::test]
 async fn weights_split_traffic_and_zero_is_never_chosen() {
-    let (one, three, zero) = (echo_backend("one").await, echo_backend("three").await, echo_backend("zero").await);
+    let (one, three, zero) = (
+        echo_backend("one").await,
+        echo_backend("three").await,
+        echo_backend("zero").await,
+    );
     let port = free_port();
-    let r = route("w", &[], vec![prefix("/")], vec![to("one", 1), to("three", 3), to("zero", 0)]);
+    let r = route(
+        "w",
+        &[],
+        vec![prefix("/")],
+        vec![to("one", 1), to("three", 3), to("zero", 0)],
+    );
     let cfg = config(
         vec![socket(port, vec![gateway_listener("http", None, vec![r])])],
-        vec![cluster("one", &[one.addr]), cluster("three", &[three.addr]), cluster("zero", &[zero.addr])],
+        vec![
+            cluster("one", &[one.addr]),
+            cluster("three", &[three.addr]),
+            cluster("zero", &[zero.addr]),
+        ],
     );
     let (_proxy, _) = start_proxy(cfg).await;
     let c = client();
     for _ in 0..400 {
         assert_eq!(get(&c, port, "w.test", "/").await.status, StatusCode::OK);
     }
-    let (a, b) = (one.hits.load(Ordering::SeqCst), three.hits.load(Ordering::SeqCst));
+    let (a, b) = (
+        one.hits.load(Ordering::SeqCst),
+        three.hits.load(Ordering::SeqCst),
+    );
     assert_eq!(zero.hits.load(Ordering::SeqCst), 0);
     assert_eq!(a + b, 400);
     // Expected 100 : 300; a wide band keeps this deterministic in practice.
@@ -36,20 +52,36 @@ async fn backend_errors_map_to_status_codes() {
     let refused = std::net::SocketAddr::new(LOCALHOST, free_port());
     let invalid = WeightedBackend {
         weight: 1,
-        target: BackendTarget::Invalid { reason: "no such service".into() },
+        target: BackendTarget::Invalid {
+            reason: "no such service".into(),
+        },
         filters: vec![],
     };
     let routes = vec![
         route("invalid", &[], vec![prefix("/invalid")], vec![invalid]),
         route("all-zero", &[], vec![prefix("/zero")], vec![to("echo", 0)]),
         route("none", &[], vec![prefix("/none")], vec![]),
-        route("missing-cluster", &[], vec![prefix("/missing")], vec![to("nope", 1)]),
+        route(
+            "missing-cluster",
+            &[],
+            vec![prefix("/missing")],
+            vec![to("nope", 1)],
+        ),
         route("empty", &[], vec![prefix("/empty")], vec![to("empty", 1)]),
-        route("refused", &[], vec![prefix("/refused")], vec![to("refused", 1)]),
+        route(
+            "refused",
+            &[],
+            vec![prefix("/refused")],
+            vec![to("refused", 1)],
+        ),
     ];
     let cfg = config(
         vec![socket(port, vec![gateway_listener("http", None, routes)])],
-        vec![cluster("echo", &[backend.addr]), cluster("empty", &[]), cluster("refused", &[refused])],
+        vec![
+            cluster("echo", &[backend.addr]),
+            cluster("empty", &[]),
+            cluster("refused", &[refused]),
+        ],
     );
     let (proxy, _) = start_proxy(cfg).await;
     let c = client();
@@ -64,11 +96,17 @@ async fn backend_errors_map_to_status_codes() {
     for (path, want) in cases {
         let reply = get(&c, port, "e.test", path).await;
         assert_eq!(reply.status, want, "{path}");
-        assert!(!reply.body.is_empty(), "{path}: generated responses carry text");
+        assert!(
+            !reply.body.is_empty(),
+            "{path}: generated responses carry text"
+        );
     }
     let mut metrics = String::new();
     proxy.render_metrics(&mut metrics);
-    assert!(metrics.contains("coxswain_proxy_upstream_connect_errors_total 1"), "{metrics}");
+    assert!(
+        metrics.contains("coxswain_proxy_upstream_connect_errors_total 1"),
+        "{metrics}"
+    );
     assert!(
         metrics.contains(r#"coxswain_proxy_requests_total{route="ns/refused/0",status="502",upstream="refused"} 1"#),
         "{metrics}"
@@ -85,13 +123,31 @@ async fn backend_and_request_timeouts_answer_504() {
         r
     };
     let routes = vec![
-        timed("backend", "/backend", Timeouts { request_ms: None, backend_request_ms: Some(100) }),
-        timed("request", "/request", Timeouts { request_ms: Some(100), backend_request_ms: None }),
+        timed(
+            "backend",
+            "/backend",
+            Timeouts {
+                request_ms: None,
+                backend_request_ms: Some(100),
+            },
+        ),
+        timed(
+            "request",
+            "/request",
+            Timeouts {
+                request_ms: Some(100),
+                backend_request_ms: None,
+            },
+        ),
     ];
     let (_proxy, _) = start_proxy(simple_config(port, routes, backend.addr)).await;
     let c = client();
     for path in ["/backend", "/request"] {
-        let slow = send(&c, request(port, "t.test", path).header("x-delay-ms", "5000")).await;
+        let slow = send(
+            &c,
+            request(port, "t.test", path).header("x-delay-ms", "5000"),
+        )
+        .await;
         assert_eq!(slow.status, StatusCode::GATEWAY_TIMEOUT, "{path}");
         let fast = get(&c, port, "t.test", path).await;
         assert_eq!(fast.status, StatusCode::OK, "{path}");
@@ -105,7 +161,10 @@ async fn h2c_upstream_and_round_robin() {
     let mut h2 = cluster("h2", &[a.addr, b.addr]);
     h2.protocol = UpstreamProtocol::H2c;
     let r = route("h2", &[], vec![prefix("/")], vec![to("h2", 1)]);
-    let cfg = config(vec![socket(port, vec![gateway_listener("http", None, vec![r])])], vec![h2]);
+    let cfg = config(
+        vec![socket(port, vec![gateway_listener("http", None, vec![r])])],
+        vec![h2],
+    );
     let (_proxy, _) = start_proxy(cfg).await;
     let c = client();
     for _ in 0..4 {
@@ -113,5 +172,8 @@ async fn h2c_upstream_and_round_robin() {
         assert_eq!(seen["version"], "HTTP/2.0");
         assert_eq!(seen["path"], "/x");
     }
-    assert_eq!((a.hits.load(Ordering::SeqCst), b.hits.load(Ordering::SeqCst)), (2, 2));
+    assert_eq!(
+        (a.hits.load(Ordering::SeqCst), b.hits.load(Ordering::SeqCst)),
+        (2, 2)
+    );
 }

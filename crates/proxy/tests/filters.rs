@@ -7,7 +7,10 @@ use coxswain_ir::{Filter, Header, HeaderModifier, PathModifier, Redirect, Rewrit
 use http::StatusCode;
 
 fn hdr(name: &str, value: &str) -> Header {
-    Header { name: name.into(), value: value.into() }
+    Header {
+        name: name.into(),
+        value: value.into(),
+    }
 }
 
 fn with_filters(mut r: Route, filters: Vec<Filter>) -> Route {
@@ -15,7 +18,12 @@ fn with_filters(mut r: Route, filters: Vec<Filter>) -> Route {
     r
 }
 
-fn redirect(scheme: Option<&str>, hostname: Option<&str>, port: Option<u16>, path: Option<PathModifier>) -> Filter {
+fn redirect(
+    scheme: Option<&str>,
+    hostname: Option<&str>,
+    port: Option<u16>,
+    path: Option<PathModifier>,
+) -> Filter {
     Filter::Redirect(Redirect {
         scheme: scheme.map(Into::into),
         hostname: hostname.map(Into::into),
@@ -31,8 +39,14 @@ async fn request_and_response_header_modifiers() {
     let port = free_port();
     let mut backend_ref = to("echo", 1);
     backend_ref.filters = vec![
-        Filter::RequestHeaders(HeaderModifier { set: vec![hdr("x-backend-level", "yes")], ..Default::default() }),
-        Filter::ResponseHeaders(HeaderModifier { set: vec![hdr("x-order", "backend")], ..Default::default() }),
+        Filter::RequestHeaders(HeaderModifier {
+            set: vec![hdr("x-backend-level", "yes")],
+            ..Default::default()
+        }),
+        Filter::ResponseHeaders(HeaderModifier {
+            set: vec![hdr("x-order", "backend")],
+            ..Default::default()
+        }),
     ];
     let r = with_filters(
         route("r", &[], vec![prefix("/")], vec![backend_ref]),
@@ -70,27 +84,52 @@ async fn request_and_response_header_modifiers() {
 async fn redirect_port_rules_and_paths() {
     let backend = echo_backend("b").await;
     let port = free_port();
-    let prefix_route = |name: &str, p: &str, f: Filter| with_filters(route(name, &[], vec![prefix(p)], vec![]), vec![f]);
+    let prefix_route = |name: &str, p: &str, f: Filter| {
+        with_filters(route(name, &[], vec![prefix(p)], vec![]), vec![f])
+    };
     let routes = vec![
         prefix_route("keep", "/keep", redirect(None, None, None, None)),
         prefix_route("https", "/https", redirect(Some("https"), None, None, None)),
-        prefix_route("http", "/http", redirect(Some("http"), Some("other.test"), None, None)),
-        prefix_route("https-port", "/sport", redirect(Some("https"), None, Some(8443), None)),
+        prefix_route(
+            "http",
+            "/http",
+            redirect(Some("http"), Some("other.test"), None, None),
+        ),
+        prefix_route(
+            "https-port",
+            "/sport",
+            redirect(Some("https"), None, Some(8443), None),
+        ),
         prefix_route("port-80", "/p80", redirect(None, None, Some(80), None)),
         prefix_route(
             "full",
             "/full",
-            redirect(None, None, None, Some(PathModifier::ReplaceFullPath("/replaced".into()))),
+            redirect(
+                None,
+                None,
+                None,
+                Some(PathModifier::ReplaceFullPath("/replaced".into())),
+            ),
         ),
         prefix_route(
             "pre",
             "/old",
-            redirect(None, None, None, Some(PathModifier::ReplacePrefixMatch("/new".into()))),
+            redirect(
+                None,
+                None,
+                None,
+                Some(PathModifier::ReplacePrefixMatch("/new".into())),
+            ),
         ),
         prefix_route(
             "pre-root",
             "/strip",
-            redirect(None, None, None, Some(PathModifier::ReplacePrefixMatch("/".into()))),
+            redirect(
+                None,
+                None,
+                None,
+                Some(PathModifier::ReplacePrefixMatch("/".into())),
+            ),
         ),
     ];
     let (_proxy, _) = start_proxy(simple_config(port, routes, backend.addr)).await;
@@ -122,13 +161,31 @@ async fn rewrite_hostname_and_path_table() {
     let rewrite = |name: &str, p: &str, path: PathModifier, hostname: Option<&str>| {
         with_filters(
             route(name, &[], vec![prefix(p)], vec![to("echo", 1)]),
-            vec![Filter::Rewrite(Rewrite { hostname: hostname.map(Into::into), path: Some(path) })],
+            vec![Filter::Rewrite(Rewrite {
+                hostname: hostname.map(Into::into),
+                path: Some(path),
+            })],
         )
     };
     let routes = vec![
-        rewrite("foo", "/foo", PathModifier::ReplacePrefixMatch("/bar".into()), Some("upstream.test")),
-        rewrite("slash", "/slash/", PathModifier::ReplacePrefixMatch("/".into()), None),
-        rewrite("full", "/full", PathModifier::ReplaceFullPath("/whole".into()), None),
+        rewrite(
+            "foo",
+            "/foo",
+            PathModifier::ReplacePrefixMatch("/bar".into()),
+            Some("upstream.test"),
+        ),
+        rewrite(
+            "slash",
+            "/slash/",
+            PathModifier::ReplacePrefixMatch("/".into()),
+            None,
+        ),
+        rewrite(
+            "full",
+            "/full",
+            PathModifier::ReplaceFullPath("/whole".into()),
+            None,
+        ),
     ];
     let (_proxy, _) = start_proxy(simple_config(port, routes, backend.addr)).await;
     let c = client();
@@ -149,5 +206,8 @@ async fn rewrite_hostname_and_path_table() {
     assert_eq!(seen["headers"]["host"], "upstream.test");
     assert_eq!(seen["headers"]["x-forwarded-host"], "orig.test");
     let plain = get(&c, port, "orig.test:99", "/slash/y").await.json();
-    assert_eq!(plain["headers"]["host"], "orig.test:99", "Host is preserved");
+    assert_eq!(
+        plain["headers"]["host"], "orig.test:99",
+        "Host is preserved"
+    );
 }

@@ -31,13 +31,18 @@ fn two_sockets(a: u16, b: u16, backend: std::net::SocketAddr) -> Arc<Config> {
 
 async fn keep_alive_conn(port: u16) -> SendRequest<Full<Bytes>> {
     let stream = TcpStream::connect((LOCALHOST, port)).await.unwrap();
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
     tokio::spawn(conn);
     sender
 }
 
 async fn send_on(sender: &mut SendRequest<Full<Bytes>>) -> StatusCode {
-    let req = Request::get("/").header("host", "k.test").body(Full::new(Bytes::new())).unwrap();
+    let req = Request::get("/")
+        .header("host", "k.test")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
     sender.send_request(req).await.unwrap().status()
 }
 
@@ -97,7 +102,10 @@ async fn reload_under_load_fails_no_request() {
     done.store(true, Ordering::SeqCst);
     let applies = reloader.await.unwrap();
     assert_eq!(failures, 0);
-    assert!(applies > 1, "configs were swapped during the run ({applies})");
+    assert!(
+        applies > 1,
+        "configs were swapped during the run ({applies})"
+    );
 }
 
 #[tokio::test]
@@ -111,7 +119,10 @@ async fn bind_errors_are_reported_not_fatal() {
     assert_eq!(report.failed.len(), 1);
     assert_eq!(report.failed[0].0.port(), busy);
     assert_eq!(report.bound.len(), 1);
-    assert_eq!(get(&client(), free, "k.test", "/").await.status, StatusCode::OK);
+    assert_eq!(
+        get(&client(), free, "k.test", "/").await.status,
+        StatusCode::OK
+    );
     drop(taken);
     // The next apply retries the socket that failed.
     let report = proxy.apply(two_sockets(free, busy, backend.addr)).await;
@@ -128,13 +139,26 @@ async fn metrics_count_requests_and_applies() {
     for _ in 0..3 {
         get(&c, port, "m.test", "/").await;
     }
-    proxy.apply(simple_config(port, routes("m"), backend.addr)).await;
+    proxy
+        .apply(simple_config(port, routes("m"), backend.addr))
+        .await;
     get(&c, port, "m.test", "/").await;
     let mut out = String::new();
     proxy.render_metrics(&mut out);
-    assert!(out.contains(r#"coxswain_proxy_requests_total{route="ns/m/0",status="200",upstream="echo"} 4"#), "{out}");
-    assert!(out.contains(r#"coxswain_proxy_request_duration_seconds_count{route="ns/m/0"} 4"#), "{out}");
-    assert!(out.contains("coxswain_proxy_config_applies_total 2"), "{out}");
+    assert!(
+        out.contains(
+            r#"coxswain_proxy_requests_total{route="ns/m/0",status="200",upstream="echo"} 4"#
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"coxswain_proxy_request_duration_seconds_count{route="ns/m/0"} 4"#),
+        "{out}"
+    );
+    assert!(
+        out.contains("coxswain_proxy_config_applies_total 2"),
+        "{out}"
+    );
     assert_eq!(proxy.config().listeners[0].port, port);
 }
 

@@ -23,12 +23,15 @@ async fn h2c_prior_knowledge_client_routes_by_authority() {
     ];
     let (_proxy, _) = start_proxy(simple_config(port, routes, backend.addr)).await;
     let stream = TcpStream::connect((LOCALHOST, port)).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-        .await
-        .unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
     tokio::spawn(conn);
     for _ in 0..3 {
-        let req = Request::get("http://a.test/h2?x=1").body(Full::new(Bytes::new())).unwrap();
+        let req = Request::get("http://a.test/h2?x=1")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
         let response = sender.send_request(req).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -47,10 +50,15 @@ async fn large_bodies_stream_both_ways() {
     let (_proxy, _) = start_proxy(simple_config(port, routes, backend.addr)).await;
 
     let stream = TcpStream::connect((LOCALHOST, port)).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
     tokio::spawn(conn);
     let (mut body_tx, body) = Channel::<Bytes, Infallible>::new(4);
-    let req = Request::post("/body").header("host", "s.test").body(body).unwrap();
+    let req = Request::post("/body")
+        .header("host", "s.test")
+        .body(body)
+        .unwrap();
     let response_fut = tokio::spawn(async move { sender.send_request(req).await });
 
     // Send one chunk and wait for it to come back before sending the rest:

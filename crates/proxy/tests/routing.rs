@@ -12,12 +12,18 @@ fn with_method(mut m: RouteMatch, method: &str) -> RouteMatch {
 }
 
 fn with_header(mut m: RouteMatch, name: &str, value: StringMatch) -> RouteMatch {
-    m.headers.push(HeaderMatch { name: name.into(), value });
+    m.headers.push(HeaderMatch {
+        name: name.into(),
+        value,
+    });
     m
 }
 
 fn with_query(mut m: RouteMatch, name: &str, value: StringMatch) -> RouteMatch {
-    m.query.push(QueryMatch { name: name.into(), value });
+    m.query.push(QueryMatch {
+        name: name.into(),
+        value,
+    });
     m
 }
 
@@ -32,17 +38,60 @@ async fn path_method_header_query_precedence() {
         route("prefix-a", &[], vec![prefix("/a/")], e()),
         route("prefix-a-b", &[], vec![prefix("/a/b")], e()),
         route("exact-a", &[], vec![exact("/a")], e()),
-        route("regex", &[], vec![RouteMatch { path: PathMatch::Regex("/r/[0-9]+".into()), ..prefix("/") }], e()),
+        route(
+            "regex",
+            &[],
+            vec![RouteMatch {
+                path: PathMatch::Regex("/r/[0-9]+".into()),
+                ..prefix("/")
+            }],
+            e(),
+        ),
         route("post-m", &[], vec![with_method(prefix("/m"), "POST")], e()),
         route("plain-m", &[], vec![prefix("/m")], e()),
-        route("header-h", &[], vec![with_header(prefix("/h"), "x-env", StringMatch::Exact("canary".into()))], e()),
-        route("header-re", &[], vec![with_header(prefix("/h"), "x-user", StringMatch::Regex("adm".into()))], e()),
+        route(
+            "header-h",
+            &[],
+            vec![with_header(
+                prefix("/h"),
+                "x-env",
+                StringMatch::Exact("canary".into()),
+            )],
+            e(),
+        ),
+        route(
+            "header-re",
+            &[],
+            vec![with_header(
+                prefix("/h"),
+                "x-user",
+                StringMatch::Regex("adm".into()),
+            )],
+            e(),
+        ),
         route("plain-h", &[], vec![prefix("/h")], e()),
-        route("query-q", &[], vec![with_query(prefix("/q"), "v", StringMatch::Exact("2".into()))], e()),
+        route(
+            "query-q",
+            &[],
+            vec![with_query(
+                prefix("/q"),
+                "v",
+                StringMatch::Exact("2".into()),
+            )],
+            e(),
+        ),
         route("plain-q", &[], vec![prefix("/q")], e()),
         route("tie-first", &[], vec![prefix("/tie")], e()),
         route("tie-second", &[], vec![prefix("/tie")], e()),
-        route("bad-regex", &[], vec![RouteMatch { path: PathMatch::Regex("(".into()), ..prefix("/") }], e()),
+        route(
+            "bad-regex",
+            &[],
+            vec![RouteMatch {
+                path: PathMatch::Regex("(".into()),
+                ..prefix("/")
+            }],
+            e(),
+        ),
     ];
     let (_proxy, _) = start_proxy(simple_config(port, routes, backend.addr)).await;
     let c = client();
@@ -70,7 +119,11 @@ async fn path_method_header_query_precedence() {
     assert_eq!(post.route(), "post-m");
     let canary = send(&c, request(port, "x.test", "/h").header("X-Env", "canary")).await;
     assert_eq!(canary.route(), "header-h");
-    let admin = send(&c, request(port, "x.test", "/h").header("x-user", "the-admin")).await;
+    let admin = send(
+        &c,
+        request(port, "x.test", "/h").header("x-user", "the-admin"),
+    )
+    .await;
     assert_eq!(admin.route(), "header-re");
 }
 
@@ -106,16 +159,37 @@ async fn listener_isolation_uses_only_the_most_specific_listener() {
     let port = free_port();
     let e = || vec![to("echo", 1)];
     let listeners = vec![
-        gateway_listener("exact", Some("a.example.com"), vec![route("exact-l", &[], vec![prefix("/x")], e())]),
-        gateway_listener("wild", Some("*.example.com"), vec![route("wild-l", &[], vec![prefix("/")], e())]),
-        gateway_listener("any", None, vec![route("any-l", &[], vec![prefix("/")], e())]),
+        gateway_listener(
+            "exact",
+            Some("a.example.com"),
+            vec![route("exact-l", &[], vec![prefix("/x")], e())],
+        ),
+        gateway_listener(
+            "wild",
+            Some("*.example.com"),
+            vec![route("wild-l", &[], vec![prefix("/")], e())],
+        ),
+        gateway_listener(
+            "any",
+            None,
+            vec![route("any-l", &[], vec![prefix("/")], e())],
+        ),
     ];
-    let cfg = config(vec![socket(port, listeners)], vec![cluster("echo", &[backend.addr])]);
+    let cfg = config(
+        vec![socket(port, listeners)],
+        vec![cluster("echo", &[backend.addr])],
+    );
     let (_proxy, _) = start_proxy(cfg).await;
     let c = client();
-    assert_eq!(get(&c, port, "a.example.com", "/x").await.route(), "exact-l");
+    assert_eq!(
+        get(&c, port, "a.example.com", "/x").await.route(),
+        "exact-l"
+    );
     // The exact listener owns a.example.com: no fallback to other listeners.
-    assert_eq!(get(&c, port, "a.example.com", "/y").await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        get(&c, port, "a.example.com", "/y").await.status,
+        StatusCode::NOT_FOUND
+    );
     assert_eq!(get(&c, port, "b.example.com", "/y").await.route(), "wild-l");
     assert_eq!(get(&c, port, "other.test", "/y").await.route(), "any-l");
 }
@@ -124,7 +198,12 @@ async fn listener_isolation_uses_only_the_most_specific_listener() {
 async fn no_route_is_404_with_text_body() {
     let backend = echo_backend("b").await;
     let port = free_port();
-    let routes = vec![route("only", &["a.test"], vec![prefix("/")], vec![to("echo", 1)])];
+    let routes = vec![route(
+        "only",
+        &["a.test"],
+        vec![prefix("/")],
+        vec![to("echo", 1)],
+    )];
     let (_proxy, _) = start_proxy(simple_config(port, routes, backend.addr)).await;
     let reply = get(&client(), port, "b.test", "/").await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);

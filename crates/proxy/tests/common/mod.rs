@@ -35,9 +35,17 @@ pub struct EchoBackend {
 
 type TestBody = BoxBody<Bytes, hyper::Error>;
 
-async fn echo(name: String, hits: Arc<AtomicUsize>, req: Request<Incoming>) -> Result<Response<TestBody>, Infallible> {
+async fn echo(
+    name: String,
+    hits: Arc<AtomicUsize>,
+    req: Request<Incoming>,
+) -> Result<Response<TestBody>, Infallible> {
     hits.fetch_add(1, Ordering::SeqCst);
-    if let Some(ms) = req.headers().get("x-delay-ms").and_then(|v| v.to_str().ok()?.parse().ok()) {
+    if let Some(ms) = req
+        .headers()
+        .get("x-delay-ms")
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+    {
         // The delay is the behaviour under test (a slow upstream).
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
@@ -46,7 +54,12 @@ async fn echo(name: String, hits: Arc<AtomicUsize>, req: Request<Incoming>) -> R
     }
     let mut headers = serde_json::Map::new();
     for name in req.headers().keys() {
-        let values: Vec<&str> = req.headers().get_all(name).iter().filter_map(|v| v.to_str().ok()).collect();
+        let values: Vec<&str> = req
+            .headers()
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
         headers.insert(name.to_string(), values.join(", ").into());
     }
     let body = serde_json::json!({
@@ -57,8 +70,14 @@ async fn echo(name: String, hits: Arc<AtomicUsize>, req: Request<Incoming>) -> R
         "version": format!("{:?}", req.version()),
         "headers": headers,
     });
-    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).map_err(|n| match n {}).boxed());
-    response.headers_mut().insert("x-backend", name.parse().unwrap());
+    let mut response = Response::new(
+        Full::new(Bytes::from(body.to_string()))
+            .map_err(|n| match n {})
+            .boxed(),
+    );
+    response
+        .headers_mut()
+        .insert("x-backend", name.parse().unwrap());
     if req.headers().contains_key("x-send-hop") {
         let h = response.headers_mut();
         h.insert("connection", "x-internal".parse().unwrap());
@@ -76,7 +95,9 @@ pub async fn echo_backend(name: &str) -> EchoBackend {
     let (name, counter) = (name.to_string(), hits.clone());
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
             let (name, counter) = (name.clone(), counter.clone());
             tokio::spawn(async move {
                 let service = service_fn(move |req| echo(name.clone(), counter.clone(), req));
@@ -99,20 +120,35 @@ pub fn cluster(name: &str, endpoints: &[SocketAddr]) -> Cluster {
     Cluster {
         name: name.into(),
         protocol: UpstreamProtocol::Http1,
-        endpoints: endpoints.iter().map(|&address| Endpoint { address }).collect(),
+        endpoints: endpoints
+            .iter()
+            .map(|&address| Endpoint { address })
+            .collect(),
     }
 }
 
 pub fn to(cluster: &str, weight: u32) -> WeightedBackend {
-    WeightedBackend { weight, target: BackendTarget::Cluster(cluster.into()), filters: vec![] }
+    WeightedBackend {
+        weight,
+        target: BackendTarget::Cluster(cluster.into()),
+        filters: vec![],
+    }
 }
 
 pub fn prefix(p: &str) -> RouteMatch {
-    RouteMatch { path: PathMatch::Prefix(p.into()), method: None, headers: vec![], query: vec![] }
+    RouteMatch {
+        path: PathMatch::Prefix(p.into()),
+        method: None,
+        headers: vec![],
+        query: vec![],
+    }
 }
 
 pub fn exact(p: &str) -> RouteMatch {
-    RouteMatch { path: PathMatch::Exact(p.into()), ..prefix("/") }
+    RouteMatch {
+        path: PathMatch::Exact(p.into()),
+        ..prefix("/")
+    }
 }
 
 pub fn host(h: &str) -> Hostname {
@@ -121,9 +157,19 @@ pub fn host(h: &str) -> Hostname {
 
 /// A route rule that tags requests with `x-route: <name>` so the echo shows
 /// which rule won.
-pub fn route(name: &str, hostnames: &[&str], matches: Vec<RouteMatch>, backends: Vec<WeightedBackend>) -> Route {
+pub fn route(
+    name: &str,
+    hostnames: &[&str],
+    matches: Vec<RouteMatch>,
+    backends: Vec<WeightedBackend>,
+) -> Route {
     Route {
-        id: RouteId { namespace: "ns".into(), name: name.into(), rule_index: 0, rule_name: None },
+        id: RouteId {
+            namespace: "ns".into(),
+            name: name.into(),
+            rule_index: 0,
+            rule_name: None,
+        },
         hostnames: hostnames.iter().map(|h| host(h)).collect(),
         matches,
         filters: vec![set_request_header("x-route", name)],
@@ -134,28 +180,48 @@ pub fn route(name: &str, hostnames: &[&str], matches: Vec<RouteMatch>, backends:
 
 pub fn set_request_header(name: &str, value: &str) -> Filter {
     Filter::RequestHeaders(HeaderModifier {
-        set: vec![Header { name: name.into(), value: value.into() }],
+        set: vec![Header {
+            name: name.into(),
+            value: value.into(),
+        }],
         ..HeaderModifier::default()
     })
 }
 
 pub fn gateway_listener(name: &str, hostname: Option<&str>, routes: Vec<Route>) -> GatewayListener {
-    GatewayListener { gateway: "ns/gw".into(), name: name.into(), hostname: hostname.map(host), routes }
+    GatewayListener {
+        gateway: "ns/gw".into(),
+        name: name.into(),
+        hostname: hostname.map(host),
+        routes,
+    }
 }
 
 pub fn socket(port: u16, gateway_listeners: Vec<GatewayListener>) -> Listener {
-    Listener { address: LOCALHOST, port, protocol: ListenerProtocol::Http, gateway_listeners }
+    Listener {
+        address: LOCALHOST,
+        port,
+        protocol: ListenerProtocol::Http,
+        gateway_listeners,
+    }
 }
 
 pub fn config(listeners: Vec<Listener>, mut clusters: Vec<Cluster>) -> Arc<Config> {
     clusters.sort_by(|a, b| a.name.cmp(&b.name));
-    Arc::new(Config { ir_version: coxswain_ir::IR_VERSION, listeners, clusters })
+    Arc::new(Config {
+        ir_version: coxswain_ir::IR_VERSION,
+        listeners,
+        clusters,
+    })
 }
 
 /// A one-socket config: every route on a hostname-less listener, cluster
 /// `echo` pointing at `backend`.
 pub fn simple_config(port: u16, routes: Vec<Route>, backend: SocketAddr) -> Arc<Config> {
-    config(vec![socket(port, vec![gateway_listener("http", None, routes)])], vec![cluster("echo", &[backend])])
+    config(
+        vec![socket(port, vec![gateway_listener("http", None, routes)])],
+        vec![cluster("echo", &[backend])],
+    )
 }
 
 pub async fn start_proxy(config: Arc<Config>) -> (Proxy, ApplyReport) {
@@ -177,12 +243,16 @@ pub struct Reply {
 
 impl Reply {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not json ({e}): {:?}", self.body))
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not json ({e}): {:?}", self.body))
     }
 
     /// The `x-route` header the backend saw.
     pub fn route(&self) -> String {
-        self.json()["headers"]["x-route"].as_str().unwrap_or("").to_string()
+        self.json()["headers"]["x-route"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
     }
 
     pub fn text(&self) -> String {
@@ -201,10 +271,17 @@ pub fn request(port: u16, host: &str, path: &str) -> http::request::Builder {
 }
 
 pub async fn send(client: &TestClient, req: http::request::Builder) -> Reply {
-    let response = client.request(req.body(Full::new(Bytes::new())).unwrap()).await.unwrap();
+    let response = client
+        .request(req.body(Full::new(Bytes::new())).unwrap())
+        .await
+        .unwrap();
     let (parts, body) = response.into_parts();
     let body = body.collect().await.unwrap().to_bytes();
-    Reply { status: parts.status, headers: parts.headers, body }
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
 }
 
 pub async fn get(client: &TestClient, port: u16, host: &str, path: &str) -> Reply {
