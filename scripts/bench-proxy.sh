@@ -51,6 +51,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 NOTES=()
+LOADAVG_START=$(cut -d' ' -f1-3 /proc/loadavg)
 ensure_tools
 mkdir -p "$WORKDIR/tmp"
 BODY=$(head -c 1024 /dev/zero | tr '\0' 'x')

@@ -43,14 +43,15 @@ ensure_envoy() {
     fi
 }
 
-# ensure_coxswain : sets COXSWAIN_BIN (building it when missing) or notes why not.
+# ensure_coxswain : sets COXSWAIN_BIN, building the release binary from this
+# tree (a no-op when up to date) unless --coxswain-bin named one; or notes why not.
 ensure_coxswain() {
     if [ -z "$COXSWAIN_BIN" ]; then
         COXSWAIN_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/coxswain"
-    fi
-    if [ ! -x "$COXSWAIN_BIN" ]; then
         echo "building coxswain (release)" >&2
-        (cd "$ROOT" && cargo build --release -p coxswain) >&2 || true
+        if ! (cd "$ROOT" && cargo build --release -p coxswain) >&2 && [ -x "$COXSWAIN_BIN" ]; then
+            NOTES+=("coxswain: cargo build --release -p coxswain failed; measured the binary already at $COXSWAIN_BIN, which may be stale")
+        fi
     fi
     if [ ! -x "$COXSWAIN_BIN" ]; then
         NOTES+=("coxswain: not measured, no binary at $COXSWAIN_BIN")
@@ -73,7 +74,11 @@ versions() {
     if [ -n "${ENVOY_BIN:-}" ] && "$ENVOY_BIN" --version >/dev/null 2>&1; then
         echo "- Envoy: $("$ENVOY_BIN" --version | grep -o '/[0-9][0-9.]*/' | tr -d / | head -1)"
     fi
-    echo "- Coxswain: git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    local cox=""
+    if [ -n "${COXSWAIN_BIN:-}" ] && [ -x "$COXSWAIN_BIN" ]; then
+        cox="$("$COXSWAIN_BIN" --version 2>/dev/null | awk '{print $2}'), "
+    fi
+    echo "- Coxswain: ${cox}git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo "- wrk: $(wrk -v 2>&1 | head -1 | awk '{print $2}'); h2load: $(h2load --version | awk '{print $2}')"
 }
 
@@ -86,13 +91,15 @@ write_report() {
         echo
         echo "\`scripts/bench-proxy.sh --duration $DURATION --connections $CONNECTIONS\`," \
             "$(date -u +%Y-%m-%dT%H:%M:%SZ)."
-        echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')."
+        echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //');" \
+            "load average before/after: ${LOADAVG_START:-?} / $(cut -d' ' -f1-3 /proc/loadavg)."
         echo
-        echo "Each proxy is pinned to core 0 with one worker; the origin (nginx, fixed 1 KiB body)"
-        echo "and the load generators share core 1. HTTP/1.1: \`wrk -t1 -c$CONNECTIONS" \
-            "-d${DURATION}s\`; h2c (prior knowledge): \`h2load -t1 -c$(((CONNECTIONS + 7) / 8)) -m8" \
-            "-D$DURATION\`; ${WARMUP}s warm-up before each run, not counted. Proxy CPU is the"
-        echo "utime+stime delta over the run from /proc/PID/stat, summed over the proxy's processes."
+        echo "Each proxy is pinned to core 0 with one worker; the origin (nginx, fixed 1 KiB"
+        echo "body) and the load generators share core 1."
+        echo "HTTP/1.1: \`wrk -t1 -c$CONNECTIONS -d${DURATION}s --latency\`;" \
+            "h2c (prior knowledge): \`h2load -t1 -c$(((CONNECTIONS + 7) / 8)) -m8 -D$DURATION\`;"
+        echo "${WARMUP}s warm-up before each run, not counted. Proxy CPU: utime+stime delta over"
+        echo "the run from /proc/PID/stat, summed over the proxy's processes."
         echo
         if [ -s "$RESULTS" ]; then
             python3 "$ROOT/bench/lib/render_table.py" "$RESULTS"
