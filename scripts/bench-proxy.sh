@@ -125,31 +125,20 @@ RESULTS="$WORKDIR/results.tsv"
 
 # measure PROXY PROTOCOL URL : warm up, then one measured run; appends a row.
 measure() {
-    local proxy=$1 protocol=$2 url=$3 pids before after parsed raw="$WORKDIR/$1-$2.out"
-    local h2_clients=$(((CONNECTIONS + 7) / 8)) bound=$((DURATION + WARMUP + 30))
+    local proxy=$1 protocol=$2 url=$3 pids before after parsed cpu_s
+    local raw="$WORKDIR/$1-$2.out" log="$WORKDIR/$1-$2.log"
     mapfile -t pids < <(pid_tree "$PROXY_PID")
-    if [ "$protocol" = http1 ]; then
-        timeout "$bound" taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$WARMUP"s "$url" >/dev/null 2>&1 || true
-        before=$(cpu_ticks "${pids[@]}")
-        timeout "$bound" taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION"s --latency "$url" \
-            >"$raw" 2>&1 || true
-        after=$(cpu_ticks "${pids[@]}")
-        parsed=$(parse_wrk "$raw") || { cat "$raw" >&2; return 1; }
-    else
-        # N streams in flight, as with wrk: N/8 connections x 8 streams.
-        timeout "$bound" taskset -c 1 h2load -t1 -c"$h2_clients" -m8 -D"$WARMUP" "$url" >/dev/null 2>&1 || true
-        before=$(cpu_ticks "${pids[@]}")
-        timeout "$bound" taskset -c 1 h2load -t1 -c"$h2_clients" -m8 -D"$DURATION" \
-            --log-file="$WORKDIR/$proxy-h2.log" "$url" >"$raw" 2>&1 || true
-        after=$(cpu_ticks "${pids[@]}")
-        parsed=$(parse_h2load "$raw" "$WORKDIR/$proxy-h2.log") || { cat "$raw" >&2; return 1; }
-    fi
+    drive "$protocol" "$url" "$WARMUP" /dev/null /dev/null
+    before=$(cpu_ticks "${pids[@]}")
+    drive "$protocol" "$url" "$DURATION" "$raw" "$log"
+    after=$(cpu_ticks "${pids[@]}")
+    parsed=$(parse_load "$protocol" "$raw" "$log") || { cat "$raw" >&2; return 1; }
     read -r requests rps p50 p99 errors <<<"$parsed"
-    local cpu_s
     cpu_s=$(awk -v t=$((after - before)) -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }')
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$proxy" "$protocol" "$requests" "$rps" \
         "$p50" "$p99" "$errors" "$cpu_s" >>"$RESULTS"
-    echo "  $proxy $protocol: $rps req/s, p50 ${p50} ms, p99 ${p99} ms, errors $errors, proxy CPU ${cpu_s} s" >&2
+    echo "  $proxy $protocol: $rps req/s, p50 $p50 ms, p99 $p99 ms, errors $errors," \
+        "proxy CPU $cpu_s s" >&2
 }
 
 # nginx is the reference for the ratios: always measured, and first.

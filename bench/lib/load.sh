@@ -1,5 +1,31 @@
 # Load generators and their output parsers for the proxy benchmark.
 # Each parser prints one line: "REQUESTS RPS P50_MS P99_MS ERRORS".
+# Uses CONNECTIONS and DURATION/WARMUP-style arguments from the caller.
+
+# drive PROTOCOL URL SECONDS OUT LOG : one load run on core 1, one client
+# thread, bounded by timeout. http1: wrk keep-alive with CONNECTIONS
+# connections. h2c: h2load prior knowledge (its default for http:// URLs)
+# with as many streams in flight (CONNECTIONS/8 connections x 8 streams),
+# per-request durations in LOG.
+drive() {
+    local protocol=$1 url=$2 seconds=$3 out=$4 log=$5 bound=$(($3 + 30))
+    if [ "$protocol" = http1 ]; then
+        timeout "$bound" taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$seconds"s --latency "$url" \
+            >"$out" 2>&1 || true
+    else
+        timeout "$bound" taskset -c 1 h2load -t1 -c"$(h2_clients)" -m8 -D"$seconds" \
+            --log-file="$log" "$url" >"$out" 2>&1 || true
+    fi
+}
+
+h2_clients() {
+    echo $(((CONNECTIONS + 7) / 8))
+}
+
+# parse_load PROTOCOL OUT LOG
+parse_load() {
+    if [ "$1" = http1 ]; then parse_wrk "$2"; else parse_h2load "$2" "$3"; fi
+}
 
 # wrk latency figures come as e.g. 812.00us, 1.23ms, 1.01s.
 to_ms() {
@@ -11,11 +37,6 @@ to_ms() {
         else if (v ~ /m$/) n *= 60000
         printf "%.3f", n
     }'
-}
-
-# run_wrk URL SECONDS CONNECTIONS OUT : HTTP/1.1 keep-alive load, one thread.
-run_wrk() {
-    wrk -t1 -c"$3" -d"$2"s --latency "$1" >"$4" 2>&1
 }
 
 parse_wrk() {
@@ -32,12 +53,6 @@ parse_wrk() {
         return 1
     fi
     echo "$requests $rps $(to_ms "$p50") $(to_ms "$p99") $((${non2xx:-0} + ${sockerr:-0}))"
-}
-
-# run_h2load URL SECONDS CLIENTS STREAMS OUT LOG : h2c prior knowledge
-# (h2load's default for http:// URLs), one thread, per-request log in LOG.
-run_h2load() {
-    h2load -t1 -c"$3" -m"$4" -D"$2" --log-file="$6" "$1" >"$5" 2>&1
 }
 
 parse_h2load() {

@@ -97,7 +97,7 @@ write_report() {
         echo "Each proxy is pinned to core 0 with one worker; the origin (nginx, fixed 1 KiB"
         echo "body) and the load generators share core 1."
         echo "HTTP/1.1: \`wrk -t1 -c$CONNECTIONS -d${DURATION}s --latency\`;" \
-            "h2c (prior knowledge): \`h2load -t1 -c$(((CONNECTIONS + 7) / 8)) -m8 -D$DURATION\`;"
+            "h2c (prior knowledge): \`h2load -t1 -c$(h2_clients) -m8 -D$DURATION\`;"
         echo "${WARMUP}s warm-up before each run, not counted. Proxy CPU: utime+stime delta over"
         echo "the run from /proc/PID/stat, summed over the proxy's processes."
         echo
