@@ -98,7 +98,18 @@ impl Proxy {
     pub async fn apply(&self, config: Arc<Config>) -> ApplyReport {
         let inner = &self.inner;
         let shared = &inner.shared;
-        let router = Router::compile_with(&config, &shared.metrics);
+        // Compiling 10k routes takes a while: keep it off the async workers.
+        let compiled = {
+            let (config, metrics) = (config.clone(), shared.metrics.clone());
+            tokio::task::spawn_blocking(move || Router::compile_with(&config, &metrics)).await
+        };
+        let router = match compiled {
+            Ok(router) => router,
+            Err(e) => {
+                tracing::error!(error = %e, "config compilation failed; keeping the old config");
+                return ApplyReport::default();
+            }
+        };
         let mut listeners = inner.listeners.lock().await;
         let desired: BTreeSet<SocketAddr> = config
             .listeners

@@ -75,10 +75,14 @@ impl RouteMetrics {
     pub fn observe(&self, elapsed: Duration) {
         let secs = elapsed.as_secs_f64();
         let h = &self.duration;
-        for (bound, bucket) in BUCKETS.iter().zip(&h.buckets) {
-            if secs <= *bound {
-                bucket.fetch_add(1, Ordering::Relaxed);
-            }
+        // One atomic per request: buckets are stored non-cumulative and
+        // summed when rendering.
+        if let Some(bucket) = BUCKETS
+            .iter()
+            .position(|bound| secs <= *bound)
+            .and_then(|i| h.buckets.get(i))
+        {
+            bucket.fetch_add(1, Ordering::Relaxed);
         }
         h.count.fetch_add(1, Ordering::Relaxed);
         let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
@@ -170,9 +174,13 @@ fn render_histogram(out: &mut String, label: &str, h: &Histogram) {
         return;
     }
     let name = "coxswain_proxy_request_duration_seconds";
+    let mut cumulative = 0u64;
     for (bound, bucket) in BUCKETS.iter().zip(&h.buckets) {
-        let n = bucket.load(Ordering::Relaxed);
-        let _ = writeln!(out, "{name}_bucket{{route=\"{label}\",le=\"{bound}\"}} {n}");
+        cumulative += bucket.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{route=\"{label}\",le=\"{bound}\"}} {cumulative}"
+        );
     }
     let _ = writeln!(
         out,
@@ -189,4 +197,30 @@ fn escape(value: &str) -> String {
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_renders_cumulative_buckets() {
+        let metrics = Metrics::default();
+        let route = metrics.route("ns/r/0");
+        route.observe(Duration::from_micros(500));
+        route.observe(Duration::from_millis(30));
+        route.observe(Duration::from_secs(60));
+        route.upstream("svc").record(200);
+        route.upstream("svc").record(418);
+        let mut out = String::new();
+        metrics.render(&mut out);
+        let name = "coxswain_proxy_request_duration_seconds";
+        assert!(out.contains(&format!("{name}_bucket{{route=\"ns/r/0\",le=\"0.001\"}} 1")));
+        assert!(out.contains(&format!("{name}_bucket{{route=\"ns/r/0\",le=\"0.05\"}} 2")));
+        assert!(out.contains(&format!("{name}_bucket{{route=\"ns/r/0\",le=\"10\"}} 2")));
+        assert!(out.contains(&format!("{name}_bucket{{route=\"ns/r/0\",le=\"+Inf\"}} 3")));
+        assert!(out.contains(
+            r#"coxswain_proxy_requests_total{route="ns/r/0",status="418",upstream="svc"} 1"#
+        ));
+    }
 }

@@ -39,7 +39,7 @@ struct TrieNode {
     entries: Vec<u32>,
 }
 
-fn match_of<'r>(routes: &'r [CompiledRoute], e: Entry) -> Option<&'r CompiledMatch> {
+fn match_of(routes: &[CompiledRoute], e: Entry) -> Option<&CompiledMatch> {
     routes
         .get(e.route as usize)
         .and_then(|r| r.matches.get(e.matched as usize))
