@@ -81,7 +81,11 @@ pub async fn serve_on(listener: TcpListener, identity: Identity) {
 async fn answer(request: Request<Incoming>, identity: &Identity) -> Response<Body> {
     let query = request.uri().query().unwrap_or_default();
     if let Some(delay) = delay_from_query(query) {
-        tracing::info!(path = request.uri().path(), delay_ms = delay.as_millis(), "echo holding request");
+        tracing::info!(
+            path = request.uri().path(),
+            delay_ms = delay.as_millis(),
+            "echo holding request"
+        );
         tokio::time::sleep(delay).await;
     }
     let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();

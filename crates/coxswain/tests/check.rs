@@ -7,7 +7,12 @@ use std::process::Command;
 use support::{BIN, TempDir, quickstart_config};
 
 fn check(dir: &TempDir, extra: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN).arg("check").arg(dir.path()).args(extra).output().unwrap();
+    let out = Command::new(BIN)
+        .arg("check")
+        .arg(dir.path())
+        .args(extra)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap(),
         String::from_utf8(out.stdout).unwrap(),
@@ -21,8 +26,14 @@ fn accepted_config_exits_zero_with_a_summary() {
     quickstart_config(&dir, 8080, 3000);
     let (code, stdout, _) = check(&dir, &[]);
     assert_eq!(code, 0, "{stdout}");
-    assert!(stdout.contains("HTTPRoute default/echo: parent quickstart Accepted=True"), "{stdout}");
-    assert!(stdout.contains("Gateway default/quickstart: Accepted=True"), "{stdout}");
+    assert!(
+        stdout.contains("HTTPRoute default/echo: parent quickstart Accepted=True"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Gateway default/quickstart: Accepted=True"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -30,11 +41,20 @@ fn rejected_route_exits_one_and_says_why() {
     let dir = TempDir::new("check-rejected");
     quickstart_config(&dir, 8080, 3000);
     let routes = std::fs::read_to_string(dir.path().join("routes.yaml")).unwrap();
-    dir.write("routes.yaml", &routes.replacen("- name: echo\n", "- name: missing\n", 1));
+    dir.write(
+        "routes.yaml",
+        &routes.replacen("- name: echo\n", "- name: missing\n", 1),
+    );
     let (code, stdout, _) = check(&dir, &[]);
     assert_eq!(code, 1, "{stdout}");
-    let line = stdout.lines().find(|l| l.starts_with("HTTPRoute default/echo:")).unwrap();
-    assert!(line.contains("ResolvedRefs=False (BackendNotFound"), "{line}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("HTTPRoute default/echo:"))
+        .unwrap();
+    assert!(
+        line.contains("ResolvedRefs=False (BackendNotFound"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -64,15 +84,31 @@ fn json_output_is_a_list_with_statuses() {
     assert_eq!(list["kind"], "List");
     let items = list["items"].as_array().unwrap();
     assert_eq!(items.len(), 6);
-    let route = items.iter().find(|i| i["kind"] == "HTTPRoute" && i["metadata"]["name"] == "api").unwrap();
+    let route = items
+        .iter()
+        .find(|i| i["kind"] == "HTTPRoute" && i["metadata"]["name"] == "api")
+        .unwrap();
     assert_eq!(route["apiVersion"], "gateway.networking.k8s.io/v1");
     assert_eq!(route["metadata"]["namespace"], "default");
-    let conditions = route["status"]["parents"][0]["conditions"].as_array().unwrap();
-    assert!(conditions.iter().any(|c| c["type"] == "Accepted" && c["status"] == "True"));
+    let conditions = route["status"]["parents"][0]["conditions"]
+        .as_array()
+        .unwrap();
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c["type"] == "Accepted" && c["status"] == "True")
+    );
     let service = items.iter().find(|i| i["kind"] == "Service").unwrap();
-    assert!(service.get("status").is_none_or(|s| s.get("conditions").is_none()));
+    assert!(
+        service
+            .get("status")
+            .is_none_or(|s| s.get("conditions").is_none())
+    );
 
     let (code, stdout, _) = check(&dir, &["-o", "yaml"]);
     assert_eq!(code, 0);
-    assert!(stdout.starts_with("apiVersion: v1\nkind: List\n") || stdout.contains("kind: List"), "{stdout}");
+    assert!(
+        stdout.starts_with("apiVersion: v1\nkind: List\n") || stdout.contains("kind: List"),
+        "{stdout}"
+    );
 }

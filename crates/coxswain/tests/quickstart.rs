@@ -26,7 +26,11 @@ fn quickstart_serves_http1_and_h2c() {
     assert_eq!(code, 200);
     assert_eq!(route_tag(&echo_json(&body)).as_deref(), Some("api-v1"));
     let (_, body) = curl_get(&[], &gateway.url("/api/users"));
-    assert_eq!(route_tag(&echo_json(&body)), None, "no header: the catch-all route");
+    assert_eq!(
+        route_tag(&echo_json(&body)),
+        None,
+        "no header: the catch-all route"
+    );
     let (_, body) = curl_get(
         &["--http2-prior-knowledge", "-H", "x-api-version: v1"],
         &gateway.url("/api"),
@@ -52,8 +56,16 @@ fn admin_endpoints_report_the_live_state() {
     let (code, status) = gateway.admin_get("/status").unwrap();
     assert_eq!(code, 200);
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();
-    let kinds: Vec<_> = status.as_array().unwrap().iter().map(|s| s["kind"].as_str().unwrap()).collect();
-    assert!(kinds.contains(&"Gateway") && kinds.contains(&"HTTPRoute"), "{kinds:?}");
+    let kinds: Vec<_> = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"Gateway") && kinds.contains(&"HTTPRoute"),
+        "{kinds:?}"
+    );
 
     let (code, metrics) = gateway.admin_get("/metrics").unwrap();
     assert_eq!(code, 200);
@@ -63,7 +75,10 @@ fn admin_endpoints_report_the_live_state() {
         .unwrap_or_else(|| panic!("no request counter in:\n{metrics}"));
     assert!(requests.ends_with(" 3"), "{requests}");
     assert!(metrics.contains("coxswain_config_ready 1"), "{metrics}");
-    assert!(metrics.contains("coxswain_config_reloads_total{result=\"success\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("coxswain_config_reloads_total{result=\"success\"} 1"),
+        "{metrics}"
+    );
     assert!(metrics.contains("coxswain_config_load_errors 0"));
     assert!(metrics.contains("coxswain_translate_duration_seconds "));
 }

@@ -10,7 +10,12 @@ use support::{Gateway, echo_json, wait_for};
 fn sigterm_drains_an_in_flight_request_and_exits_zero() {
     let mut gateway = Gateway::quickstart("drain");
     let slow = Command::new("curl")
-        .args(["-s", "-w", "\n%{http_code}", &gateway.url("/slow?delay_ms=1000")])
+        .args([
+            "-s",
+            "-w",
+            "\n%{http_code}",
+            &gateway.url("/slow?delay_ms=1000"),
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

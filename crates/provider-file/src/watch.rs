@@ -46,6 +46,9 @@ impl Watcher {
         dir: impl Into<PathBuf>,
     ) -> notify::Result<(Watcher, Loaded, mpsc::UnboundedReceiver<Reload>)> {
         let dir: PathBuf = dir.into();
+        // Events carry absolute paths; files are keyed by the path as the
+        // user spelled it (so errors read `config/route.yaml:3:1`).
+        let absolute = std::fs::canonicalize(&dir)?;
         let (event_tx, event_rx) = std_mpsc::channel();
         let mut watcher = notify::recommended_watcher(move |event| {
             let _ = event_tx.send(event);
@@ -57,7 +60,7 @@ impl Watcher {
         let (reload_tx, reload_rx) = mpsc::unbounded_channel();
         std::thread::Builder::new()
             .name("config-watch".into())
-            .spawn(move || watch_loop(provider, event_rx, reload_tx))
+            .spawn(move || watch_loop(provider, &absolute, event_rx, reload_tx))
             .map_err(|e| notify::Error::generic(&e.to_string()))?;
         Ok((Watcher { _watcher: watcher }, initial, reload_rx))
     }
@@ -67,16 +70,27 @@ type EventResult = notify::Result<notify::Event>;
 
 fn watch_loop(
     mut provider: FileProvider,
+    absolute: &Path,
     events: std_mpsc::Receiver<EventResult>,
     reloads: mpsc::UnboundedSender<Reload>,
 ) {
+    // Files whose writer had not closed them when the last burst ended.
+    let mut deferred = BTreeSet::new();
     while let Ok(first) = events.recv() {
         let first_event = Instant::now();
-        let mut burst = Burst::default();
-        burst.add(provider.root(), first);
+        let mut burst = Burst {
+            files: deferred.clone(),
+            writing: std::mem::take(&mut deferred),
+            rescan: false,
+        };
+        let roots = Roots {
+            absolute,
+            given: provider.root(),
+        };
+        burst.add(&roots, first);
         while first_event.elapsed() < MAX_BURST {
             match events.recv_timeout(QUIET) {
-                Ok(event) => burst.add(provider.root(), event),
+                Ok(event) => burst.add(&roots, event),
                 // A file still open for writing would be read half-written;
                 // wait for its close (bounded by MAX_BURST).
                 Err(std_mpsc::RecvTimeoutError::Timeout) if burst.writing.is_empty() => break,
@@ -84,6 +98,11 @@ fn watch_loop(
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
             }
         }
+        // Still being written at the cap: read it after its writer closes it.
+        for path in &burst.writing {
+            burst.files.remove(path);
+        }
+        deferred = std::mem::take(&mut burst.writing);
         let changed = if burst.rescan {
             provider.reload_all();
             Vec::new()
@@ -108,6 +127,21 @@ fn watch_loop(
     }
 }
 
+/// The config directory as events name it and as the user named it.
+struct Roots<'a> {
+    absolute: &'a Path,
+    given: &'a Path,
+}
+
+impl Roots<'_> {
+    fn user_path(&self, event_path: &Path) -> PathBuf {
+        match event_path.strip_prefix(self.absolute) {
+            Ok(relative) => self.given.join(relative),
+            Err(_) => event_path.to_path_buf(),
+        }
+    }
+}
+
 /// What one burst of events asks us to re-read.
 #[derive(Default)]
 struct Burst {
@@ -119,7 +153,7 @@ struct Burst {
 }
 
 impl Burst {
-    fn add(&mut self, root: &Path, event: EventResult) {
+    fn add(&mut self, roots: &Roots<'_>, event: EventResult) {
         let Ok(event) = event else {
             self.rescan = true;
             return;
@@ -156,7 +190,8 @@ impl Burst {
             EventKind::Create(CreateKind::File) | EventKind::Modify(ModifyKind::Data(_))
         );
         for path in event.paths {
-            if under_hidden_dir(root, &path) {
+            let path = roots.user_path(&path);
+            if under_hidden_dir(roots.given, &path) {
                 continue;
             }
             if is_config_file(&path) {
@@ -171,5 +206,26 @@ impl Burst {
                 self.rescan = true;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_paths_map_back_to_the_given_root() {
+        let roots = Roots {
+            absolute: Path::new("/work/cfg"),
+            given: Path::new("cfg"),
+        };
+        assert_eq!(
+            roots.user_path(Path::new("/work/cfg/a/r.yaml")),
+            Path::new("cfg/a/r.yaml")
+        );
+        assert_eq!(
+            roots.user_path(Path::new("/elsewhere/x.yaml")),
+            Path::new("/elsewhere/x.yaml")
+        );
     }
 }

@@ -21,7 +21,8 @@ impl TempDir {
     pub fn new(tag: &str) -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("coxswain-e2e-{tag}-{}-{n}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("coxswain-e2e-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         TempDir(dir)
@@ -55,7 +56,11 @@ impl Drop for TempDir {
 
 /// A loopback port nobody is listening on (bound, then released).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Polls `condition` until it holds or [`DEADLINE`] passes.
@@ -117,8 +122,19 @@ impl Gateway {
             .stderr(stderr)
             .spawn()
             .unwrap();
-        let gateway = Gateway { child, config, logs, http_port, echo_port, admin };
-        wait_for("/readyz", || gateway.admin_get("/readyz").is_some_and(|(code, _)| code == 200));
+        let gateway = Gateway {
+            child,
+            config,
+            logs,
+            http_port,
+            echo_port,
+            admin,
+        };
+        wait_for("/readyz", || {
+            gateway
+                .admin_get("/readyz")
+                .is_some_and(|(code, _)| code == 200)
+        });
         gateway
     }
 
@@ -140,7 +156,11 @@ impl Gateway {
     }
 
     pub fn signal(&self, name: &str) {
-        let status = Command::new("kill").arg(format!("-{name}")).arg(self.pid().to_string()).status().unwrap();
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.pid().to_string())
+            .status()
+            .unwrap();
         assert!(status.success());
     }
 
@@ -173,7 +193,9 @@ pub fn raw_get(address: SocketAddr, path: &str) -> Option<(u16, String)> {
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     let code = response.split(' ').nth(1)?.parse().ok()?;
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())?;
     Some((code, body))
 }
 
