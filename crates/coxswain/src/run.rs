@@ -130,7 +130,13 @@ impl Pipeline {
             tracing::error!(%address, %error, "cannot bind listener");
         }
         let files: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
+        let trigger = match first_event {
+            None => "startup",
+            Some(_) if files.is_empty() => "rescan",
+            Some(_) => "change",
+        };
         tracing::info!(
+            trigger,
             files = ?files,
             objects = loaded.objects.len(),
             load_errors = loaded.errors.len(),
