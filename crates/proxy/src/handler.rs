@@ -17,9 +17,12 @@ use crate::router::host::{MAX_HOST_LEN, normalize_host};
 use crate::router::{RequestView, Router};
 use crate::upstream::Upstreams;
 
+/// The routing table a listener serves from. Each listener has its own, so
+/// a removed listener drains on the config it last had.
+pub type SharedTable = Arc<ArcSwap<Router>>;
+
 /// State shared by every connection of every listener.
 pub struct Shared {
-    pub table: ArcSwap<Router>,
     pub upstreams: Upstreams,
     pub metrics: Arc<Metrics>,
     /// Counts requests no route matched.
@@ -49,12 +52,13 @@ pub fn request_host<B>(req: &Request<B>) -> &str {
 
 pub async fn handle(
     shared: Arc<Shared>,
+    table: SharedTable,
     conn: ConnInfo,
     req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
     let started = Instant::now();
     // Held for the whole request: in-flight requests keep their config.
-    let table = shared.table.load_full();
+    let table = table.load_full();
     let mut host_buf = [0u8; MAX_HOST_LEN];
     let hit = {
         let host = normalize_host(request_host(&req), &mut host_buf);

@@ -76,7 +76,6 @@ impl Proxy {
     pub fn new(options: ProxyOptions) -> Self {
         let metrics = Arc::new(Metrics::default());
         let shared = Shared {
-            table: ArcSwap::from_pointee(Router::default()),
             upstreams: upstream::Upstreams::new(options.connect_timeout),
             unmatched: metrics.route("").upstream(""),
             metrics,
@@ -146,10 +145,22 @@ impl Proxy {
             }
         }
 
-        shared.table.store(Arc::new(router));
+        // Kept listeners switch atomically; removed ones keep draining on
+        // the table they had.
+        let router = Arc::new(router);
+        for task in listeners.values() {
+            task.table.store(router.clone());
+        }
         inner.config.store(config);
         for (addr, listener) in fresh {
-            let task = server::spawn(listener, addr, shared.clone(), inner.options.drain_timeout);
+            let table = Arc::new(ArcSwap::new(router.clone()));
+            let task = server::spawn(
+                listener,
+                addr,
+                shared.clone(),
+                table,
+                inner.options.drain_timeout,
+            );
             listeners.insert(addr, task);
         }
         report.bound = desired

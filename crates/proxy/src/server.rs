@@ -13,11 +13,12 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::handler::{ConnInfo, Shared, handle};
+use crate::handler::{ConnInfo, Shared, SharedTable, handle};
 
 /// A running accept loop.
 pub struct ListenerTask {
     pub local: SocketAddr,
+    pub table: SharedTable,
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
 }
@@ -36,6 +37,7 @@ pub fn spawn(
     listener: TcpListener,
     socket: SocketAddr,
     shared: Arc<Shared>,
+    table: SharedTable,
     drain_timeout: Duration,
 ) -> ListenerTask {
     let local = listener.local_addr().unwrap_or(socket);
@@ -43,17 +45,22 @@ pub fn spawn(
     let task = tokio::spawn(accept_loop(
         listener,
         socket,
-        shared,
+        (shared, table.clone()),
         drain_timeout,
         stopped,
     ));
-    ListenerTask { local, stop, task }
+    ListenerTask {
+        local,
+        table,
+        stop,
+        task,
+    }
 }
 
 async fn accept_loop(
     listener: TcpListener,
     socket: SocketAddr,
-    shared: Arc<Shared>,
+    (shared, table): (Arc<Shared>, SharedTable),
     drain_timeout: Duration,
     mut stopped: oneshot::Receiver<()>,
 ) {
@@ -75,10 +82,10 @@ async fn accept_loop(
                 };
                 let _ = stream.set_nodelay(true);
                 let info = ConnInfo { socket, client };
-                let shared = shared.clone();
+                let (shared, table) = (shared.clone(), table.clone());
                 let watcher = graceful.watcher();
                 connections.spawn(async move {
-                    let service = service_fn(move |req| handle(shared.clone(), info, req));
+                    let service = service_fn(move |req| handle(shared.clone(), table.clone(), info, req));
                     let builder = auto::Builder::new(TokioExecutor::new());
                     let conn = builder.serve_connection(TokioIo::new(stream), service);
                     if let Err(e) = watcher.watch(conn).await {

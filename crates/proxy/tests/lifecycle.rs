@@ -181,3 +181,31 @@ async fn shutdown_drains_in_flight_requests() {
     assert_eq!(in_flight.await.unwrap().status, StatusCode::OK);
     assert!(refuses(port).await);
 }
+
+#[tokio::test]
+async fn removed_listener_finishes_in_flight_requests_on_its_config() {
+    let backend = echo_backend("b").await;
+    let (a, b) = (free_port(), free_port());
+    let (proxy, _) = start_proxy(two_sockets(a, b, backend.addr)).await;
+    let in_flight = tokio::spawn(async move {
+        send(
+            &client(),
+            request(b, "k.test", "/").header("x-delay-ms", "300"),
+        )
+        .await
+    });
+    wait_until("request reached the backend", || {
+        let hits = backend.hits.clone();
+        async move { hits.load(Ordering::SeqCst) == 1 }
+    })
+    .await;
+    let only_a = config(
+        vec![socket(a, vec![gateway_listener("a", None, routes("on-a"))])],
+        vec![cluster("echo", &[backend.addr])],
+    );
+    proxy.apply(only_a).await;
+    let reply = in_flight.await.unwrap();
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.route(), "on-b");
+    wait_until("socket b closed", || refuses(b)).await;
+}
