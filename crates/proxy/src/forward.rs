@@ -1,10 +1,12 @@
 //! Applies a matched route: filters, backend choice and the upstream call.
 
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use http::header::{HOST, LOCATION};
-use http::{HeaderValue, Request, Response, StatusCode, Uri, Version};
+use http::uri::Authority;
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Uri, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
@@ -50,6 +52,38 @@ fn redirect_response(
         }
         Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "invalid redirect\n"),
     }
+}
+
+/// The upstream URI. HTTP/1.1 addresses the endpoint (the pool key) and
+/// keeps `Host`; h2c moves the host into `:authority`, as HTTP/2 expects.
+fn upstream_uri(
+    protocol: UpstreamProtocol,
+    endpoint: SocketAddr,
+    headers: &mut HeaderMap,
+    path_and_query: String,
+) -> Option<Uri> {
+    let endpoint_authority = || Authority::try_from(endpoint.to_string()).ok();
+    let authority = match protocol {
+        UpstreamProtocol::Http1 => endpoint_authority()?,
+        UpstreamProtocol::H2c => {
+            let from_host = headers
+                .get(HOST)
+                .and_then(|h| Authority::try_from(h.as_bytes()).ok());
+            match from_host {
+                Some(authority) => {
+                    headers.remove(HOST);
+                    authority
+                }
+                None => endpoint_authority()?,
+            }
+        }
+    };
+    Uri::builder()
+        .scheme("http")
+        .authority(authority)
+        .path_and_query(path_and_query)
+        .build()
+        .ok()
 }
 
 pub async fn serve<'r>(
@@ -145,12 +179,12 @@ pub async fn serve<'r>(
         Some(q) => format!("{}?{q}", new_path.as_deref().unwrap_or(&path)),
         None => new_path.unwrap_or(path),
     };
-    let Ok(uri) = Uri::builder()
-        .scheme("http")
-        .authority(endpoint.to_string())
-        .path_and_query(path_and_query)
-        .build()
-    else {
+    let Some(uri) = upstream_uri(
+        cluster.protocol,
+        endpoint,
+        &mut parts.headers,
+        path_and_query,
+    ) else {
         return local(StatusCode::BAD_REQUEST, "invalid request path\n");
     };
     parts.uri = uri;
@@ -160,8 +194,9 @@ pub async fn serve<'r>(
     };
     let upstream_req = Request::from_parts(parts, body);
 
-    let client = shared.upstreams.for_protocol(cluster.protocol);
-    let call = client.request(upstream_req);
+    let call = shared
+        .upstreams
+        .send(cluster.protocol, endpoint, upstream_req);
     let result = match route.timeouts.backend_request_ms {
         Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), call).await {
             Ok(r) => r,
@@ -175,7 +210,7 @@ pub async fn serve<'r>(
     let upstream_response = match result {
         Ok(r) => r,
         Err(e) => {
-            if e.is_connect() {
+            if e.is_connect {
                 shared
                     .metrics
                     .connect_errors

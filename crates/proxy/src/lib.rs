@@ -3,6 +3,7 @@
 //! atomically. Depends on the IR only — never on Gateway API types or kube.
 
 mod forward;
+mod h2c_pool;
 mod handler;
 pub mod http;
 mod metrics;

@@ -74,13 +74,22 @@ async fn backend_errors_map_to_status_codes() {
             vec![prefix("/refused")],
             vec![to("refused", 1)],
         ),
+        route(
+            "refused-h2",
+            &[],
+            vec![prefix("/h2-refused")],
+            vec![to("refused-h2", 1)],
+        ),
     ];
+    let mut refused_h2 = cluster("refused-h2", &[refused]);
+    refused_h2.protocol = UpstreamProtocol::H2c;
     let cfg = config(
         vec![socket(port, vec![gateway_listener("http", None, routes)])],
         vec![
             cluster("echo", &[backend.addr]),
             cluster("empty", &[]),
             cluster("refused", &[refused]),
+            refused_h2,
         ],
     );
     let (proxy, _) = start_proxy(cfg).await;
@@ -92,6 +101,7 @@ async fn backend_errors_map_to_status_codes() {
         ("/missing", StatusCode::INTERNAL_SERVER_ERROR),
         ("/empty", StatusCode::SERVICE_UNAVAILABLE),
         ("/refused", StatusCode::BAD_GATEWAY),
+        ("/h2-refused", StatusCode::BAD_GATEWAY),
     ];
     for (path, want) in cases {
         let reply = get(&c, port, "e.test", path).await;
@@ -104,7 +114,7 @@ async fn backend_errors_map_to_status_codes() {
     let mut metrics = String::new();
     proxy.render_metrics(&mut metrics);
     assert!(
-        metrics.contains("coxswain_proxy_upstream_connect_errors_total 1"),
+        metrics.contains("coxswain_proxy_upstream_connect_errors_total 2"),
         "{metrics}"
     );
     assert!(
@@ -168,8 +178,10 @@ async fn h2c_upstream_and_round_robin() {
     let (_proxy, _) = start_proxy(cfg).await;
     let c = client();
     for _ in 0..4 {
-        let seen = get(&c, port, "h2.test", "/x").await.json();
+        let seen = get(&c, port, "h2.test:7000", "/x").await.json();
         assert_eq!(seen["version"], "HTTP/2.0");
+        // The client's host travels as :authority, not as the endpoint.
+        assert_eq!(seen["authority"], "h2.test:7000");
         assert_eq!(seen["path"], "/x");
     }
     assert_eq!(

@@ -67,6 +67,7 @@ async fn echo(
         "method": req.method().as_str(),
         "path": req.uri().path(),
         "query": req.uri().query(),
+        "authority": req.uri().authority().map(|a| a.as_str()),
         "version": format!("{:?}", req.version()),
         "headers": headers,
     });
