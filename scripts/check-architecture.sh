@@ -211,12 +211,15 @@ main(sys.argv[1], sys.argv[2], sys.argv[3])
 PY
 }
 
+# workspace_metadata OUT : the workspace's metadata (all targets, so a
+# platform-specific dependency cannot hide); cargo's chatter shown on failure only.
 workspace_metadata() {
-    local out=$1
-    if ! (cd "$ROOT" && cargo metadata --format-version 1 >"$out"); then
+    local out=$1 log
+    log=$(cd "$ROOT" && cargo metadata --format-version 1 2>&1 >"$out") || {
+        echo "$log" >&2
         echo "check-architecture: cargo metadata failed" >&2
         exit 2
-    fi
+    }
 }
 
 # self_test : each fixture dir holds metadata.json (or uses the passing
