@@ -20,10 +20,11 @@ pub use duration::parse_duration_ms;
 pub use features::SUPPORTED_FEATURES;
 pub use output::{Output, Statuses};
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use coxswain_api::Snapshot;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use coxswain_api::{ObjectKey, Snapshot};
 
 /// The controller name Coxswain claims GatewayClasses for by default.
 pub const DEFAULT_CONTROLLER_NAME: &str = "coxswain-labs.dev/gateway-controller";
@@ -39,10 +40,25 @@ pub struct Options {
     pub now: Time,
 }
 
+/// Bind addresses a provider assigned to a Gateway (e.g. from an address
+/// pool), or why it could not (`Programmed=False`, reason AddressNotUsable).
+pub type AssignedAddresses = Result<Vec<IpAddr>, String>;
+
 /// Translates a snapshot. Never panics on any input.
 pub fn translate(snapshot: &Snapshot, options: &Options) -> Output {
+    translate_with_addresses(snapshot, options, &BTreeMap::new())
+}
+
+/// [`translate`], with bind addresses the provider assigned per Gateway.
+/// Gateways without an entry bind their `spec.addresses` or
+/// [`Options::default_address`]; non-IPAddress requests stay unsupported.
+pub fn translate_with_addresses(
+    snapshot: &Snapshot,
+    options: &Options,
+    assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
+) -> Output {
     let classes = gateway_class::our_classes(snapshot, options);
-    let mut gateways = gateway::build_gateways(snapshot, &classes, options);
+    let mut gateways = gateway::build_gateways(snapshot, &classes, options, assigned);
     let attachments = route::attach_routes(snapshot, &mut gateways, options);
     let ir = ir_build::build_config(
         snapshot,

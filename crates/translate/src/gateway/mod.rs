@@ -15,8 +15,8 @@ use coxswain_api::gateway_api::apis::standard::gateways::{
 };
 use coxswain_api::{ObjectKey, Snapshot};
 
-use crate::Options;
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
+use crate::{AssignedAddresses, Options};
 
 /// A Gateway we own, after validation.
 #[derive(Clone, Debug)]
@@ -24,13 +24,15 @@ pub struct GatewayModel {
     pub generation: Option<i64>,
     /// Bind addresses, or why `spec.addresses` is unusable.
     pub addresses: Result<Vec<IpAddr>, String>,
+    /// Set when the provider could not give this Gateway a usable address.
+    pub unusable: Option<String>,
     pub listeners: Vec<ListenerModel>,
 }
 
 impl GatewayModel {
     /// Is this listener served (and may routes attach to it)?
     pub fn listener_routable(&self, listener: &ListenerModel) -> bool {
-        self.addresses.is_ok() && listener.is_routable()
+        self.addresses.is_ok() && self.unusable.is_none() && listener.is_routable()
     }
 }
 
@@ -39,6 +41,7 @@ pub fn build_gateways(
     snapshot: &Snapshot,
     our_classes: &BTreeSet<String>,
     options: &Options,
+    assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
 ) -> BTreeMap<ObjectKey, GatewayModel> {
     snapshot
         .gateways
@@ -52,11 +55,20 @@ pub fn build_gateways(
                 .map(listeners::build_listener)
                 .collect();
             conflicts::mark_conflicts(&mut listeners);
-            let addresses =
+            let mut addresses =
                 addresses::bind_addresses(gw.spec.addresses.as_deref(), options.default_address);
+            let mut unusable = None;
+            // A provider-assigned address replaces the requested/default one.
+            if let (Ok(bind), Some(assignment)) = (&mut addresses, assigned.get(key)) {
+                match assignment {
+                    Ok(ips) => *bind = ips.clone(),
+                    Err(why) => unusable = Some(why.clone()),
+                }
+            }
             let model = GatewayModel {
                 generation: gw.metadata.generation,
                 addresses,
+                unusable,
                 listeners,
             };
             (key.clone(), model)
@@ -96,20 +108,26 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
         ),
     };
     let any_served = model.listeners.iter().any(|l| model.listener_routable(l));
-    let programmed = match &model.addresses {
-        Err(_) => Cond::new(
+    let programmed = match (&model.addresses, &model.unusable) {
+        (Ok(_), Some(why)) => Cond::new(
+            ConditionType::Programmed,
+            false,
+            Reason::AddressNotUsable,
+            why.clone(),
+        ),
+        (Err(_), _) => Cond::new(
             ConditionType::Programmed,
             false,
             Reason::Invalid,
             "Gateway addresses are not usable",
         ),
-        Ok(_) if any_served || total == 0 => Cond::new(
+        (Ok(_), None) if any_served || total == 0 => Cond::new(
             ConditionType::Programmed,
             true,
             Reason::Programmed,
             "Gateway is programmed",
         ),
-        Ok(_) => Cond::new(
+        (Ok(_), None) => Cond::new(
             ConditionType::Programmed,
             false,
             Reason::Invalid,
@@ -207,3 +225,6 @@ fn listener_status(
         supported_kinds: Some(supported_kinds),
     }
 }
+
+#[cfg(test)]
+mod assigned_tests;
