@@ -19,10 +19,12 @@ fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
 
 fn snapshot() -> Snapshot {
     let mut s = Snapshot::default();
-    s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(json!({
-        "metadata": {"name": "coxswain"},
-        "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}
-    })))));
+    s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(
+        json!({
+            "metadata": {"name": "coxswain"},
+            "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}
+        }),
+    ))));
     s.insert(Object::Gateway(Arc::new(typed::<Gateway>(json!({
         "metadata": {"name": "gw", "namespace": "infra"},
         "spec": {"gatewayClassName": "coxswain", "listeners": [
@@ -86,5 +88,10 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+criterion_group! {
+    name = benches;
+    // One iteration takes tens of milliseconds; ten samples keep runs short.
+    config = Criterion::default().sample_size(10);
+    targets = bench
+}
 criterion_main!(benches);

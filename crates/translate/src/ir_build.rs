@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use coxswain_api::{ObjectKey, Snapshot};
 use coxswain_ir::{
-    BackendTarget, Config, GatewayListener, HostSpecificity, IR_VERSION, Listener, ListenerProtocol,
+    Config, GatewayListener, HostSpecificity, IR_VERSION, Listener, ListenerProtocol,
 };
 
 use crate::endpoints::SliceIndex;
@@ -29,9 +29,15 @@ pub fn build_config(
                 continue;
             }
             let mut attached = routes.remove(&(key.clone(), idx)).unwrap_or_default();
-            attached.sort_by(|a, b| a.order.cmp(&b.order));
-            let ir_routes: Vec<_> = attached.into_iter().map(|a| a.route).collect();
-            for address in addresses {
+            attached.sort_by_key(|a| a.order);
+            let mut ir_routes: Vec<_> = attached.into_iter().map(|a| a.route).collect();
+            for (i, address) in addresses.iter().enumerate() {
+                // Every address but the last gets a copy; the last takes the original.
+                let routes = if i + 1 == addresses.len() {
+                    std::mem::take(&mut ir_routes)
+                } else {
+                    ir_routes.clone()
+                };
                 sockets
                     .entry((*address, l.port))
                     .or_default()
@@ -39,7 +45,7 @@ pub fn build_config(
                         gateway: key.to_string(),
                         name: l.name.clone(),
                         hostname: l.hostname.clone(),
-                        routes: ir_routes.clone(),
+                        routes,
                     });
             }
         }
@@ -64,22 +70,11 @@ pub fn build_config(
         })
         .collect();
 
-    let mut referenced: Vec<&str> = listeners
-        .iter()
-        .flat_map(|l| &l.gateway_listeners)
-        .flat_map(|g| &g.routes)
-        .flat_map(|r| &r.backends)
-        .filter_map(|b| match &b.target {
-            BackendTarget::Cluster(name) => Some(name.as_str()),
-            BackendTarget::Invalid { .. } => None,
-        })
-        .collect();
-    referenced.sort_unstable();
-    referenced.dedup();
+    // Specs come only from rules attached to served listeners, so every one
+    // of them is referenced by the IR; the map is already sorted by name.
     let slices = SliceIndex::new(snapshot);
-    let clusters = referenced
-        .into_iter()
-        .filter_map(|name| cluster_specs.get(name))
+    let clusters = cluster_specs
+        .values()
         .map(|spec| slices.cluster(spec))
         .collect();
 

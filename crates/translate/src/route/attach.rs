@@ -19,8 +19,9 @@ use crate::route::{ClusterSpec, CompiledRoute, compile_route};
 /// An IR route on one listener, with its spec ordering key.
 #[derive(Clone, Debug)]
 pub struct AttachedRoute {
-    /// Oldest first, then namespace/name, then rule index.
-    pub order: (Option<Time>, ObjectKey, u32),
+    /// (route rank, rule index): the rank orders routes oldest first, then
+    /// by namespace/name.
+    pub order: (usize, u32),
     pub route: Route,
 }
 
@@ -44,6 +45,7 @@ pub fn attach_routes(
     options: &Options,
 ) -> Attachments {
     let mut out = Attachments::default();
+    let ranks = route_ranks(snapshot);
     for (key, route) in &snapshot.http_routes {
         let compiled = compile_route(snapshot, key, route);
         let mut parents = Vec::new();
@@ -73,7 +75,10 @@ pub fn attach_routes(
             }
             let list = out.routes.entry((gw_key, idx)).or_default();
             list.extend(compiled.ir_routes(&hostnames).map(|route| AttachedRoute {
-                order: (compiled.created.clone(), key.clone(), route.id.rule_index),
+                order: (
+                    ranks.get(key).copied().unwrap_or(usize::MAX),
+                    route.id.rule_index,
+                ),
                 route,
             }));
         }
@@ -83,6 +88,21 @@ pub fn attach_routes(
         }
     }
     out
+}
+
+/// Each route's position in the spec's tie-break order: creation
+/// timestamp (oldest first), then namespace/name.
+fn route_ranks(snapshot: &Snapshot) -> BTreeMap<&ObjectKey, usize> {
+    let mut keys: Vec<(Option<&Time>, &ObjectKey)> = snapshot
+        .http_routes
+        .iter()
+        .map(|(key, route)| (route.metadata.creation_timestamp.as_ref(), key))
+        .collect();
+    keys.sort();
+    keys.into_iter()
+        .enumerate()
+        .map(|(rank, (_, key))| (key, rank))
+        .collect()
 }
 
 /// The Accepted outcome for one parentRef; `None` when the parent is not ours.

@@ -11,7 +11,6 @@ pub use attach::{AttachedRoute, attach_routes};
 pub use backends::ClusterSpec;
 
 use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteRules;
-use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::{HttpRoute, ObjectKey, Snapshot};
 use coxswain_ir::{BackendTarget, Hostname, Route, RouteId, WeightedBackend};
 
@@ -23,7 +22,6 @@ use crate::route::rules::CompiledRule;
 pub struct CompiledRoute {
     pub key: ObjectKey,
     pub generation: Option<i64>,
-    pub created: Option<Time>,
     pub hostnames: Result<Vec<Hostname>, String>,
     /// Valid rules only.
     pub rules: Vec<CompiledRule>,
@@ -46,8 +44,7 @@ impl CompiledRoute {
     }
 
     /// IR routes (one per valid rule) for the given effective hostnames.
-    pub fn ir_routes(&self, hostnames: &[Hostname]) -> impl Iterator<Item = Route> + '_ {
-        let hostnames = hostnames.to_vec();
+    pub fn ir_routes<'a>(&'a self, hostnames: &'a [Hostname]) -> impl Iterator<Item = Route> + 'a {
         self.rules.iter().map(move |rule| Route {
             id: RouteId {
                 namespace: self.key.namespace.clone(),
@@ -55,7 +52,7 @@ impl CompiledRoute {
                 rule_index: rule.index,
                 rule_name: rule.name.clone(),
             },
-            hostnames: hostnames.clone(),
+            hostnames: hostnames.to_vec(),
             matches: rule.matches.clone(),
             filters: rule.filters.clone(),
             backends: rule
@@ -101,7 +98,6 @@ pub fn compile_route(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) ->
     CompiledRoute {
         key: key.clone(),
         generation: route.metadata.generation,
-        created: route.metadata.creation_timestamp.clone(),
         hostnames: hostnames::parse_route_hostnames(route.spec.hostnames.as_deref()),
         rules,
         rule_errors,
