@@ -277,3 +277,85 @@ fn precise_hostname(value: &str) -> Result<String, String> {
     }
     Ok(host.as_str().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coxswain_api::gateway_api::apis::standard::httproutes::{
+        HttpRouteRulesFiltersRequestHeaderModifier, HttpRouteRulesFiltersRequestHeaderModifierSet,
+    };
+
+    fn prefix_match() -> Vec<RouteMatch> {
+        vec![RouteMatch {
+            path: PathMatch::Prefix("/api".into()),
+            method: None,
+            headers: vec![],
+            query: vec![],
+        }]
+    }
+
+    fn redirect_filter(code: Option<i64>, prefix: Option<&str>) -> HttpRouteRulesFilters {
+        HttpRouteRulesFilters {
+            r#type: HttpRouteRulesFiltersType::RequestRedirect,
+            request_redirect: Some(HttpRouteRulesFiltersRequestRedirect {
+                status_code: code,
+                path: prefix.map(|p| HttpRouteRulesFiltersRequestRedirectPath {
+                    r#type: HttpRouteRulesFiltersRequestRedirectPathType::ReplacePrefixMatch,
+                    replace_prefix_match: Some(p.into()),
+                    replace_full_path: None,
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn redirect_defaults_to_302_and_rejects_other_codes() {
+        let got =
+            compile_rule_filters(Some(&[redirect_filter(None, None)]), &prefix_match()).unwrap();
+        assert!(matches!(&got[0], Filter::Redirect(r) if r.status_code == 302));
+        for code in [301, 303, 307, 308] {
+            assert!(compile_rule_filters(Some(&[redirect_filter(Some(code), None)]), &[]).is_ok());
+        }
+        assert!(compile_rule_filters(Some(&[redirect_filter(Some(304), None)]), &[]).is_err());
+    }
+
+    #[test]
+    fn replace_prefix_match_needs_prefix_matches() {
+        let f = [redirect_filter(None, Some("/v2"))];
+        assert!(compile_rule_filters(Some(&f), &prefix_match()).is_ok());
+        let exact = vec![RouteMatch {
+            path: PathMatch::Exact("/api".into()),
+            ..prefix_match().remove(0)
+        }];
+        assert!(compile_rule_filters(Some(&f), &exact).is_err());
+    }
+
+    #[test]
+    fn header_modifier_lowercases_names_and_rejects_bad_ones() {
+        let f = |name: &str| HttpRouteRulesFilters {
+            r#type: HttpRouteRulesFiltersType::RequestHeaderModifier,
+            request_header_modifier: Some(HttpRouteRulesFiltersRequestHeaderModifier {
+                set: Some(vec![HttpRouteRulesFiltersRequestHeaderModifierSet {
+                    name: name.into(),
+                    value: "v".into(),
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let got = compile_rule_filters(Some(&[f("X-Foo")]), &[]).unwrap();
+        assert!(matches!(&got[0], Filter::RequestHeaders(m) if m.set[0].name == "x-foo"));
+        assert!(compile_rule_filters(Some(&[f("bad header")]), &[]).is_err());
+    }
+
+    #[test]
+    fn unsupported_filters_are_errors() {
+        let mirror = HttpRouteRulesFilters {
+            r#type: HttpRouteRulesFiltersType::RequestMirror,
+            ..Default::default()
+        };
+        assert!(compile_rule_filters(Some(&[mirror]), &[]).is_err());
+    }
+}
