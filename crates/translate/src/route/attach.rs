@@ -66,21 +66,16 @@ pub fn attach_routes(
                 }
             }
         }
+        let rank = ranks.get(key).copied().unwrap_or(usize::MAX);
+        // The last listener takes the compiled rules; the others get copies.
+        let last = targets.pop();
         for (gw_key, idx, hostnames) in targets {
-            if let Some(l) = gateways
-                .get_mut(&gw_key)
-                .and_then(|g| g.listeners.get_mut(idx))
-            {
-                l.attached_routes = l.attached_routes.saturating_add(1);
-            }
-            let list = out.routes.entry((gw_key, idx)).or_default();
-            list.extend(compiled.ir_routes(&hostnames).map(|route| AttachedRoute {
-                order: (
-                    ranks.get(key).copied().unwrap_or(usize::MAX),
-                    route.id.rule_index,
-                ),
-                route,
-            }));
+            let routes = compiled.ir_routes(&hostnames);
+            add_routes(&mut out, gateways, (gw_key, idx), rank, routes);
+        }
+        if let Some((gw_key, idx, hostnames)) = last {
+            let routes = compiled.into_ir_routes(&hostnames);
+            add_routes(&mut out, gateways, (gw_key, idx), rank, routes.into_iter());
         }
         if !parents.is_empty() {
             out.statuses
@@ -88,6 +83,27 @@ pub fn attach_routes(
         }
     }
     out
+}
+
+/// Records one route's IR rules on a listener and counts the attachment.
+fn add_routes(
+    out: &mut Attachments,
+    gateways: &mut BTreeMap<ObjectKey, GatewayModel>,
+    listener: (ObjectKey, usize),
+    rank: usize,
+    routes: impl Iterator<Item = Route>,
+) {
+    if let Some(l) = gateways
+        .get_mut(&listener.0)
+        .and_then(|g| g.listeners.get_mut(listener.1))
+    {
+        l.attached_routes = l.attached_routes.saturating_add(1);
+    }
+    let list = out.routes.entry(listener).or_default();
+    list.extend(routes.map(|route| AttachedRoute {
+        order: (rank, route.id.rule_index),
+        route,
+    }));
 }
 
 /// Each route's position in the spec's tie-break order: creation

@@ -15,7 +15,7 @@ use coxswain_api::{HttpRoute, ObjectKey, Snapshot};
 use coxswain_ir::{BackendTarget, Hostname, Route, RouteId, WeightedBackend};
 
 use crate::route::backends::Unresolved;
-use crate::route::rules::CompiledRule;
+use crate::route::rules::{CompiledBackend, CompiledRule};
 
 /// An HTTPRoute after validation, independent of its parents.
 #[derive(Clone, Debug)]
@@ -43,6 +43,27 @@ impl CompiledRoute {
         }
     }
 
+    /// Like [`Self::ir_routes`], moving the rules instead of copying them.
+    pub fn into_ir_routes(self, hostnames: &[Hostname]) -> Vec<Route> {
+        let CompiledRoute { key, rules, .. } = self;
+        rules
+            .into_iter()
+            .map(|rule| Route {
+                id: RouteId {
+                    namespace: key.namespace.clone(),
+                    name: key.name.clone(),
+                    rule_index: rule.index,
+                    rule_name: rule.name,
+                },
+                hostnames: hostnames.to_vec(),
+                matches: rule.matches,
+                filters: rule.filters,
+                backends: rule.backends.into_iter().map(ir_backend).collect(),
+                timeouts: rule.timeouts,
+            })
+            .collect()
+    }
+
     /// IR routes (one per valid rule) for the given effective hostnames.
     pub fn ir_routes<'a>(&'a self, hostnames: &'a [Hostname]) -> impl Iterator<Item = Route> + 'a {
         self.rules.iter().map(move |rule| Route {
@@ -55,22 +76,35 @@ impl CompiledRoute {
             hostnames: hostnames.to_vec(),
             matches: rule.matches.clone(),
             filters: rule.filters.clone(),
-            backends: rule
-                .backends
-                .iter()
-                .map(|b| WeightedBackend {
-                    weight: b.weight,
-                    target: match &b.target {
-                        Ok(spec) => BackendTarget::Cluster(spec.name.clone()),
-                        Err((reason, message)) => BackendTarget::Invalid {
-                            reason: format!("{}: {message}", reason.as_str()),
-                        },
-                    },
-                    filters: b.filters.clone(),
-                })
-                .collect(),
+            backends: rule.backends.iter().map(ir_backend_ref).collect(),
             timeouts: rule.timeouts.clone(),
         })
+    }
+}
+
+fn ir_backend_ref(b: &CompiledBackend) -> WeightedBackend {
+    WeightedBackend {
+        weight: b.weight,
+        target: match &b.target {
+            Ok(spec) => BackendTarget::Cluster(spec.name.clone()),
+            Err((reason, message)) => BackendTarget::Invalid {
+                reason: format!("{}: {message}", reason.as_str()),
+            },
+        },
+        filters: b.filters.clone(),
+    }
+}
+
+fn ir_backend(b: CompiledBackend) -> WeightedBackend {
+    WeightedBackend {
+        weight: b.weight,
+        target: match b.target {
+            Ok(spec) => BackendTarget::Cluster(spec.name),
+            Err((reason, message)) => BackendTarget::Invalid {
+                reason: format!("{}: {message}", reason.as_str()),
+            },
+        },
+        filters: b.filters,
     }
 }
 
