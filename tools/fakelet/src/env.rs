@@ -27,8 +27,15 @@ pub struct Objects {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Missing {
-    Object { kind: &'static str, name: String },
-    Key { kind: &'static str, name: String, key: String },
+    Object {
+        kind: &'static str,
+        name: String,
+    },
+    Key {
+        kind: &'static str,
+        name: String,
+        key: String,
+    },
     Field(String),
 }
 
@@ -36,7 +43,9 @@ impl std::fmt::Display for Missing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Missing::Object { kind, name } => write!(f, "{kind} {name:?} not found"),
-            Missing::Key { kind, name, key } => write!(f, "key {key:?} not found in {kind} {name:?}"),
+            Missing::Key { kind, name, key } => {
+                write!(f, "key {key:?} not found in {kind} {name:?}")
+            }
             Missing::Field(path) => write!(f, "unsupported fieldRef {path:?}"),
         }
     }
@@ -122,7 +131,12 @@ fn value_of(
         return objects.key("Secret", &sel.name, &sel.key, sel.optional.unwrap_or(false));
     }
     if let Some(sel) = &source.config_map_key_ref {
-        return objects.key("ConfigMap", &sel.name, &sel.key, sel.optional.unwrap_or(false));
+        return objects.key(
+            "ConfigMap",
+            &sel.name,
+            &sel.key,
+            sel.optional.unwrap_or(false),
+        );
     }
     // resourceFieldRef and friends: no resources are enforced here.
     Ok(None)
@@ -136,11 +150,12 @@ pub fn resolve(
     objects: &Objects,
 ) -> Result<Vec<(String, String)>, Missing> {
     let mut env: Vec<(String, String)> = Vec::new();
-    let mut set = |env: &mut Vec<(String, String)>, name: String, value: String| {
-        match env.iter_mut().find(|(n, _)| *n == name) {
-            Some(slot) => slot.1 = value,
-            None => env.push((name, value)),
-        }
+    let set = |env: &mut Vec<(String, String)>, name: String, value: String| match env
+        .iter_mut()
+        .find(|(n, _)| *n == name)
+    {
+        Some(slot) => slot.1 = value,
+        None => env.push((name, value)),
     };
     for source in container.env_from.iter().flatten() {
         let prefix = source.prefix.clone().unwrap_or_default();
@@ -201,8 +216,8 @@ pub fn expand(text: &str, vars: &[(String, String)]) -> String {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{
-        ConfigMapKeySelector, EnvFromSource, EnvVarSource, ObjectFieldSelector,
-        SecretEnvSource, SecretKeySelector,
+        ConfigMapKeySelector, EnvFromSource, EnvVarSource, ObjectFieldSelector, SecretEnvSource,
+        SecretKeySelector,
     };
 
     fn facts() -> PodFacts {
@@ -326,14 +341,22 @@ mod tests {
             }
         );
         assert_eq!(err.to_string(), "Secret \"later\" not found");
-        if let Some(sel) = var.value_from.as_mut().and_then(|s| s.secret_key_ref.as_mut()) {
+        if let Some(sel) = var
+            .value_from
+            .as_mut()
+            .and_then(|s| s.secret_key_ref.as_mut())
+        {
             sel.optional = Some(true);
         }
         let container = Container {
             env: Some(vec![var]),
             ..Default::default()
         };
-        assert!(resolve(&container, &facts(), &objects()).unwrap().is_empty());
+        assert!(
+            resolve(&container, &facts(), &objects())
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

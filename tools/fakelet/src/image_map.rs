@@ -142,11 +142,14 @@ mod tests {
 
     #[test]
     fn parses_rules_with_default_args() {
-        let rule = ImageRule::parse("*coxswain*=/opt/bin/coxswain echo --listen 0.0.0.0:3000")
-            .unwrap();
+        let rule =
+            ImageRule::parse("*coxswain*=/opt/bin/coxswain echo --listen 0.0.0.0:3000").unwrap();
         assert_eq!(rule.pattern, "*coxswain*");
         assert_eq!(rule.binary, PathBuf::from("/opt/bin/coxswain"));
-        assert_eq!(rule.default_args, strings(&["echo", "--listen", "0.0.0.0:3000"]));
+        assert_eq!(
+            rule.default_args,
+            strings(&["echo", "--listen", "0.0.0.0:3000"])
+        );
         assert!(ImageRule::parse("no-equals-sign").is_err());
         assert!(ImageRule::parse("*x*=").is_err());
         assert!(ImageRule::parse("=/bin/true").is_err());
@@ -154,8 +157,9 @@ mod tests {
 
     #[test]
     fn parses_a_rules_file_with_comments() {
-        let rules = ImageMap::parse_file("# map\n*echo-basic* = /bin/echo-basic\n\n*a*=/bin/a x # c\n")
-            .unwrap();
+        let rules =
+            ImageMap::parse_file("# map\n*echo-basic* = /bin/echo-basic\n\n*a*=/bin/a x # c\n")
+                .unwrap();
         assert_eq!(rules.len(), 2);
         assert_eq!(rules[1].default_args, strings(&["x"]));
     }
@@ -185,11 +189,17 @@ mod tests {
         ]);
         let image = "ghcr.io/x/coxswain:dev";
         let with_command = map
-            .launch(image, &strings(&["/coxswain", "echo"]), &strings(&["--name", "a"]))
+            .launch(
+                image,
+                &strings(&["/coxswain", "echo"]),
+                &strings(&["--name", "a"]),
+            )
             .unwrap();
         assert_eq!(with_command.program, PathBuf::from("/bin/coxswain"));
         assert_eq!(with_command.args, strings(&["echo", "--name", "a"]));
-        let args_only = map.launch(image, &[], &strings(&["run", "-c", "/cfg"])).unwrap();
+        let args_only = map
+            .launch(image, &[], &strings(&["run", "-c", "/cfg"]))
+            .unwrap();
         assert_eq!(args_only.args, strings(&["run", "-c", "/cfg"]));
         let defaults = map.launch(image, &[], &[]).unwrap();
         assert_eq!(defaults.args, strings(&["echo"]));

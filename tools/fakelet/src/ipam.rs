@@ -46,6 +46,7 @@ impl Cidr {
         Ipv4Addr::from(self.first() + 1)
     }
 
+    #[cfg(test)]
     pub fn contains(&self, ip: Ipv4Addr) -> bool {
         (self.first()..=self.broadcast()).contains(&u32::from(ip))
     }
@@ -100,6 +101,7 @@ impl IpPool {
         self.used.remove(&u32::from(ip));
     }
 
+    #[cfg(test)]
     pub fn in_use(&self) -> usize {
         self.used.len()
     }

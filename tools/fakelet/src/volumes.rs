@@ -21,9 +21,21 @@ pub struct VolumeFile {
 pub fn files_for(volume: &Volume, objects: &Objects) -> Result<Option<Vec<VolumeFile>>, Missing> {
     let (kind, name, items, optional, mode) = if let Some(secret) = &volume.secret {
         let name = secret.secret_name.clone().unwrap_or_default();
-        ("Secret", name, &secret.items, secret.optional, secret.default_mode)
+        (
+            "Secret",
+            name,
+            &secret.items,
+            secret.optional,
+            secret.default_mode,
+        )
     } else if let Some(cm) = &volume.config_map {
-        ("ConfigMap", cm.name.clone(), &cm.items, cm.optional, cm.default_mode)
+        (
+            "ConfigMap",
+            cm.name.clone(),
+            &cm.items,
+            cm.optional,
+            cm.default_mode,
+        )
     } else {
         return Ok(None);
     };
@@ -162,15 +174,23 @@ mod tests {
 
     #[test]
     fn all_keys_become_files_without_items() {
-        let files = files_for(&secret_volume(None), &objects()).unwrap().unwrap();
+        let files = files_for(&secret_volume(None), &objects())
+            .unwrap()
+            .unwrap();
         let names: Vec<_> = files.iter().map(|f| f.path.clone()).collect();
-        assert_eq!(names, vec![PathBuf::from("tls.crt"), PathBuf::from("tls.key")]);
+        assert_eq!(
+            names,
+            vec![PathBuf::from("tls.crt"), PathBuf::from("tls.key")]
+        );
         assert_eq!(files[0].mode, 0o644);
     }
 
     #[test]
     fn items_rename_and_select_keys() {
-        let volume = secret_volume(Some(vec![item("tls.crt", "crt"), item("tls.key", "sub/key")]));
+        let volume = secret_volume(Some(vec![
+            item("tls.crt", "crt"),
+            item("tls.key", "sub/key"),
+        ]));
         let files = files_for(&volume, &objects()).unwrap().unwrap();
         assert_eq!(files.len(), 2);
         assert_eq!(files[0].path, PathBuf::from("crt"));
@@ -189,7 +209,10 @@ mod tests {
     #[test]
     fn missing_objects_and_keys_wait_unless_optional() {
         let volume = secret_volume(Some(vec![item("ca.crt", "ca")]));
-        assert!(matches!(files_for(&volume, &objects()), Err(Missing::Key { .. })));
+        assert!(matches!(
+            files_for(&volume, &objects()),
+            Err(Missing::Key { .. })
+        ));
         let absent = Volume {
             name: "cm".into(),
             config_map: Some(ConfigMapVolumeSource {
@@ -198,7 +221,10 @@ mod tests {
             }),
             ..Default::default()
         };
-        assert!(matches!(files_for(&absent, &objects()), Err(Missing::Object { .. })));
+        assert!(matches!(
+            files_for(&absent, &objects()),
+            Err(Missing::Object { .. })
+        ));
         let mut optional = absent.clone();
         if let Some(cm) = optional.config_map.as_mut() {
             cm.optional = Some(true);
@@ -235,7 +261,11 @@ mod tests {
             ]),
             ..Default::default()
         };
-        let binds = binds_for(&container, &[secret_volume(None), empty], Path::new("/state/v"));
+        let binds = binds_for(
+            &container,
+            &[secret_volume(None), empty],
+            Path::new("/state/v"),
+        );
         assert_eq!(
             binds,
             vec![
