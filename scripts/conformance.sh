@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Runs the upstream Gateway API conformance suite against Coxswain on a local
+# control plane (no Docker). See docs/conformance.md.
+#
+#   scripts/conformance.sh [--profile P] [--run-test NAME] [--core-only] [--debug] [--keep]
+#
+#   --profile P       conformance profile(s), comma-separated (default GATEWAY-HTTP)
+#   --run-test NAME   run one test (its report goes to a temp dir, not conformance/reports)
+#   --core-only       only the profile's core tests (the CI-sized run)
+#   --debug           the suite's request/response debug logging
+#   --keep            leave the cluster, fakelet and controller running afterwards
+#   --down            stop what an earlier --keep left running
+#
+# Steps: build coxswain, the fakelet and echo-basic; bring up our own cluster
+# instance (scripts/cluster.sh with a separate namespace and state dir, so a
+# developer's cluster keeps running); start the fakelet and `coxswain
+# controller` inside the node namespace; apply the GatewayClass; wait for
+# Accepted; run `go test`; tear everything down. Exit status is go test's.
+# Needs root (network namespaces).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export GOTOOLCHAIN=local
+
+profile="GATEWAY-HTTP" run_test="" core_only=false debug=false keep=false down=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --profile) profile="${2:?--profile needs a value}"; shift 2 ;;
+    --profile=*) profile="${1#*=}"; shift ;;
+    --run-test) run_test="${2:?--run-test needs a test name}"; shift 2 ;;
+    --run-test=*) run_test="${1#*=}"; shift ;;
+    --core-only) core_only=true; shift ;;
+    --debug) debug=true; shift ;;
+    --keep) keep=true; shift ;;
+    --down) down=true; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+# ---- settings (overridable through the environment) -------------------------
+RUN="${COXSWAIN_CONFORMANCE_STATE:-${XDG_RUNTIME_DIR:-/tmp}/coxswain-conformance}"
+# Our own instance of scripts/cluster.sh: namespace, link and state of its own.
+export COXSWAIN_NETNS="${COXSWAIN_CONFORMANCE_NETNS:-cxconf-node}"
+export COXSWAIN_NODE_PREFIX="${COXSWAIN_CONFORMANCE_NODE_PREFIX:-10.213.4}"
+export COXSWAIN_HOST_VETH="${COXSWAIN_CONFORMANCE_HOST_VETH:-cxconf-host}"
+export COXSWAIN_CLUSTER_STATE="$RUN/cluster"
+NETNS="$COXSWAIN_NETNS"
+NODE_IP="$COXSWAIN_NODE_PREFIX.2"
+NODE_NAME="coxswain-conformance-node"
+POD_CIDR="${COXSWAIN_CONFORMANCE_POD_CIDR:-10.244.0.0/22}"
+# Every Gateway gets its own address from this pool (the harness's stand-in
+# for a LoadBalancer). A local route makes the whole range bindable inside
+# the node namespace, nowhere else.
+POOL_PREFIX="${COXSWAIN_CONFORMANCE_POOL_PREFIX:-10.214.0}"
+POOL="$POOL_PREFIX.0/24"
+USABLE_ADDRESS="$POOL_PREFIX.250"       # in the pool, above what the suite's Gateways take
+UNUSABLE_ADDRESS="10.215.0.250"         # outside the pool
+ADMIN_ADDRESS="127.0.0.1:9902"
+CARGO_PROFILE="${COXSWAIN_CONFORMANCE_CARGO_PROFILE:-release}"
+TARGET="${CARGO_TARGET_DIR:-$repo/target}"
+case "$CARGO_PROFILE" in dev) OUT="$TARGET/debug" ;; *) OUT="$TARGET/$CARGO_PROFILE" ;; esac
+BIN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/coxswain/bin"
+ECHO_BASIC="$BIN_CACHE/echo-basic"
+
+log() { printf '[conformance] %s\n' "$*" >&2; }
+die() { printf '[conformance] error: %s\n' "$*" >&2; exit 1; }
+in_ns() { ip netns exec "$NETNS" "$@"; }
+pid_alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
+
+[ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
+mkdir -p "$RUN"
+started=$SECONDS
+
+# ---- teardown -------------------------------------------------------------------
+# stop NAME SECONDS: SIGTERM, wait up to SECONDS, then SIGKILL.
+stop() {
+  local pid i
+  pid="$(cat "$RUN/$1.pid" 2>/dev/null || true)"
+  pid_alive "$pid" || { rm -f "$RUN/$1.pid"; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < $2 * 4; i++)); do pid_alive "$pid" || break; sleep 0.25; done
+  pid_alive "$pid" && { log "$1 did not stop in $2s; killing it"; kill -KILL "$pid" 2>/dev/null || true; }
+  rm -f "$RUN/$1.pid"
+}
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if $keep; then
+    log "--keep: leaving everything running (logs in $RUN); stop with: scripts/conformance.sh --down"
+  else
+    stop controller 10
+    stop fakelet 30   # the fakelet removes its pods' namespaces on SIGTERM
+    "$repo/scripts/cluster.sh" down >/dev/null 2>&1 || true
+  fi
+  log "total time $((SECONDS - started))s; logs in $RUN"
+  exit "$rc"
+}
+
+# ---- build ----------------------------------------------------------------------
+build() {
+  local t=$SECONDS
+  log "building coxswain and the fakelet ($CARGO_PROFILE)"
+  (cd "$repo" && cargo build --quiet --profile "$CARGO_PROFILE" -p coxswain -p coxswain-fakelet)
+  if [ -x "$repo/tools/fakelet/build-echo-basic.sh" ]; then
+    "$repo/tools/fakelet/build-echo-basic.sh" >&2
+  else
+    # Same module version as the suite itself.
+    mkdir -p "$BIN_CACHE"
+    (cd "$repo/tools/conformance" && CGO_ENABLED=0 go build -o "$ECHO_BASIC" sigs.k8s.io/gateway-api/conformance/echo-basic)
+  fi
+  [ -x "$ECHO_BASIC" ] || die "echo-basic was not built at $ECHO_BASIC"
+  log "checking the claimed features against the Rust list (no cluster needed)"
+  (cd "$repo/tools/conformance" && go test -count=1 -run 'TestRust|TestRead|TestWorkspace|TestFeature' . >&2)
+  log "build and checks took $((SECONDS - t))s"
+}
+
+# ---- start ----------------------------------------------------------------------
+# start NAME CMD...: runs CMD inside the node namespace, detached, logging to NAME.log.
+start() {
+  local name="$1"; shift
+  setsid ip netns exec "$NETNS" env KUBECONFIG="$KUBECONFIG" "$@" > "$RUN/$name.log" 2>&1 < /dev/null &
+  echo $! > "$RUN/$name.pid"
+}
+
+# wait_until NAME SECONDS WHAT CHECK...: polls CHECK until it succeeds; fails
+# early when NAME's process died.
+wait_until() {
+  local name="$1" limit="$2" what="$3"; shift 3
+  local deadline=$((SECONDS + limit)) pid
+  pid="$(cat "$RUN/$name.pid")"
+  until "$@" >/dev/null 2>&1; do
+    if ! pid_alive "$pid" || [ "$SECONDS" -ge "$deadline" ]; then
+      log "$what: not reached after $((limit - deadline + SECONDS))s; last lines of $RUN/$name.log:"
+      tail -n 40 "$RUN/$name.log" >&2 || true
+      exit 1
+    fi
+    sleep 0.5
+  done
+}
+
+node_ready() {
+  [ "$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+gatewayclass_accepted() {
+  [ "$(kubectl get gatewayclass coxswain -o jsonpath='{.status.conditions[?(@.type=="Accepted")].status}')" = True ]
+}
+
+bring_up() {
+  local t=$SECONDS
+  "$repo/scripts/cluster.sh" up > "$RUN/cluster-env.sh"
+  # shellcheck disable=SC1091
+  source "$RUN/cluster-env.sh"
+  in_ns ip route replace local "$POOL" dev lo
+
+  log "starting the fakelet (node $NODE_NAME, pods in $POD_CIDR)"
+  start fakelet "$OUT/coxswain-fakelet" run \
+    --node-name "$NODE_NAME" --node-ip "$NODE_IP" --pod-cidr "$POD_CIDR" \
+    --image-map "*echo-basic*=$ECHO_BASIC" \
+    --state-dir "$RUN/fakelet"
+  wait_until fakelet 60 "node $NODE_NAME Ready" node_ready
+
+  log "starting coxswain controller (Gateway addresses from $POOL)"
+  start controller env RUST_LOG="${RUST_LOG:-info}" "$OUT/coxswain" controller \
+    --gateway-address-pool "$POOL" \
+    --admin-address "$ADMIN_ADDRESS"
+  kubectl apply -f "$repo/tools/conformance/gatewayclass.yaml" >&2
+  wait_until controller 120 "GatewayClass coxswain Accepted" gatewayclass_accepted
+  log "control plane, fakelet and controller up in $((SECONDS - t))s"
+}
+
+# ---- run the suite ----------------------------------------------------------------
+run_suite() {
+  local t=$SECONDS rc=0 args
+  args=(-conformance-profiles="$profile"
+        -usable-address="$USABLE_ADDRESS" -unusable-address="$UNUSABLE_ADDRESS")
+  [ -n "$run_test" ] && args+=(-run-test="$run_test")
+  $core_only && args+=(-core-only)
+  $debug && args+=(-debug)
+  log "running the suite: profile $profile${run_test:+, test $run_test}$($core_only && echo ', core only')"
+  # The suite dials Gateway addresses, so it runs inside the node namespace.
+  set +e
+  (cd "$repo/tools/conformance" && in_ns env KUBECONFIG="$KUBECONFIG" \
+    COXSWAIN_VERSION="${COXSWAIN_VERSION:-}" \
+    go test -timeout 90m -count=1 -v -run '^TestConformance$' . -args "${args[@]}") \
+    2>&1 | tee "$RUN/go-test.log" | grep -E --line-buffered '^\s*--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic)' >&2
+  rc="${PIPESTATUS[0]}"
+  set -e
+  local passed failed skipped
+  passed=$(grep -cE '^\s+--- PASS: TestConformance/' "$RUN/go-test.log" || true)
+  failed=$(grep -cE '^\s+--- FAIL: TestConformance/' "$RUN/go-test.log" || true)
+  skipped=$(grep -cE '^\s+--- SKIP: TestConformance/' "$RUN/go-test.log" || true)
+  log "go test: $passed passed, $failed failed, $skipped skipped in $((SECONDS - t))s (exit $rc)"
+  if [ "$failed" -gt 0 ]; then
+    log "failed tests:"; grep -E '^\s+--- FAIL: TestConformance/' "$RUN/go-test.log" >&2
+  fi
+  grep -E 'summary written to' "$RUN/go-test.log" | sed 's/^ */[conformance] /' >&2 || true
+  return "$rc"
+}
+
+if $down; then keep=false; cleanup; fi
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+build
+bring_up
+run_suite
