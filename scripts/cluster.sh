@@ -33,8 +33,11 @@ READY_TIMEOUT="${COXSWAIN_READY_TIMEOUT:-120}"   # seconds
 STATE="${COXSWAIN_CLUSTER_STATE:-${XDG_RUNTIME_DIR:-/tmp}/coxswain-cluster}"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/coxswain/k8s"
 
-k8s_version() { awk '$1 == "k8s.io/kubernetes" {print $2; exit}' "$tools/go.mod"; }
-gwapi_version() { awk '$1 == "sigs.k8s.io/gateway-api" {print $2; exit}' "$tools/crds/go.mod"; }
+required_version() { # dir module
+  (cd "$1" && go mod edit -json) | jq -r --arg m "$2" '.Require[] | select(.Path == $m) | .Version'
+}
+k8s_version() { required_version "$tools" k8s.io/kubernetes; }
+gwapi_version() { required_version "$tools/crds" sigs.k8s.io/gateway-api; }
 K8S_VERSION="$(k8s_version)"
 BIN="$CACHE_ROOT/$K8S_VERSION/bin"
 BINARIES=(kube-apiserver kube-controller-manager kubectl etcd)
@@ -122,7 +125,10 @@ EOF
   # Static tokens: token,user,uid,"group1,group2"
   local admin cm
   admin="$(openssl rand -hex 24)"; cm="$(openssl rand -hex 24)"
-  printf '%s,admin,admin,"system:masters"\n%s,system:kube-controller-manager,kube-controller-manager\n' \
+  # The controller manager runs all controllers under its own identity (no
+  # --use-service-account-credentials), so it needs more than the bootstrap
+  # system:kube-controller-manager role grants: it is put in system:masters.
+  printf '%s,admin,admin,"system:masters"\n%s,system:kube-controller-manager,kube-controller-manager,"system:masters"\n' \
     "$admin" "$cm" > "$pki/tokens.csv"
   chmod 600 "$pki"/*
   write_kubeconfig "$STATE/kubeconfig" admin "$admin"
@@ -259,7 +265,7 @@ start_controller_manager() {
     --kubeconfig="$STATE/controller-manager.kubeconfig" \
     --authentication-kubeconfig="$STATE/controller-manager.kubeconfig" \
     --authorization-kubeconfig="$STATE/controller-manager.kubeconfig" \
-    --controllers=deployment,replicaset,endpointslice,endpointslice-mirroring,namespace,garbage-collector,serviceaccount,pod-garbage-collector \
+    --controllers=deployment-controller,replicaset-controller,endpointslice-controller,endpointslice-mirroring-controller,namespace-controller,garbage-collector-controller,serviceaccount-controller,pod-garbage-collector-controller \
     --leader-elect=false \
     --bind-address=127.0.0.1 \
     --secure-port=10257 \
@@ -298,6 +304,8 @@ cmd_up() {
   fi
   cmd_build
   cmd_down >/dev/null 2>&1 || true
+  # Whatever goes wrong from here on, leave nothing half-started behind.
+  trap 'log "start-up failed; tearing down"; cmd_down >/dev/null 2>&1' EXIT
   local start_time=$SECONDS
   mkdir -p "$STATE"; chmod 700 "$STATE"
   gen_pki
@@ -309,6 +317,7 @@ cmd_up() {
   start_controller_manager
   wait_for kube-controller-manager 60 controller_manager_healthy
   install_crds
+  trap - EXIT
   log "up in $((SECONDS - start_time))s; apiserver https://$NODE_IP:$APISERVER_PORT (netns $NETNS)"
   cmd_env
 }
