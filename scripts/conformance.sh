@@ -111,8 +111,8 @@ build() {
     (cd "$repo/tools/conformance" && CGO_ENABLED=0 go build -o "$ECHO_BASIC" sigs.k8s.io/gateway-api/conformance/echo-basic)
   fi
   [ -x "$ECHO_BASIC" ] || die "echo-basic was not built at $ECHO_BASIC"
-  log "checking the claimed features against the Rust list (no cluster needed)"
-  (cd "$repo/tools/conformance" && go test -count=1 -run 'TestRust|TestRead|TestWorkspace|TestFeature' . >&2)
+  log "checking claimed features against the Rust list and Gateway API versions (no cluster needed)"
+  (cd "$repo/tools/conformance" && go test -count=1 -skip '^TestConformance$' . >&2)
   log "build and checks took $((SECONDS - t))s"
 }
 
