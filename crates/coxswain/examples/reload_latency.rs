@@ -23,7 +23,9 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 type Body = Empty<bytes::Bytes>;
 
 fn main() -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(bench())
 }
 
@@ -50,7 +52,10 @@ async fn bench() -> anyhow::Result<()> {
     let started = Instant::now();
     let gateway_addr: SocketAddr = format!("127.0.0.1:{http_port}").parse()?;
     let mut client = connect_when_serving(gateway_addr, "/r0").await?;
-    println!("{ROUTES} routes in {FILES} files: ready in {:?}", started.elapsed());
+    println!(
+        "{ROUTES} routes in {FILES} files: ready in {:?}",
+        started.elapsed()
+    );
 
     let mut new_file = Vec::with_capacity(SAMPLES);
     for i in 0..SAMPLES {
@@ -66,12 +71,17 @@ async fn bench() -> anyhow::Result<()> {
         // Rewrite one route of a bulk file (atomically, as config tools do).
         let path = format!("/r{i}-v2");
         let file = i % FILES;
-        let text = bulk_file(file, echo_port).replace(&format!("value: /r{i}\n"), &format!("value: {path}\n"));
+        let text = bulk_file(file, echo_port)
+            .replace(&format!("value: /r{i}\n"), &format!("value: {path}\n"));
         let start = Instant::now();
         write_atomic(&dir, &format!("routes-{file:02}.yaml"), &text)?;
         wait_for_200(&mut client, &path).await?;
         modified.push(start.elapsed());
-        write_atomic(&dir, &format!("routes-{file:02}.yaml"), &bulk_file(file, echo_port))?;
+        write_atomic(
+            &dir,
+            &format!("routes-{file:02}.yaml"),
+            &bulk_file(file, echo_port),
+        )?;
         wait_for_200(&mut client, &format!("/r{i}")).await?;
     }
     report("new route file", &mut new_file);
@@ -139,7 +149,10 @@ endpoints:
     );
     std::fs::write(dir.join("base.yaml"), base)?;
     for file in 0..FILES {
-        std::fs::write(dir.join(format!("routes-{file:02}.yaml")), bulk_file(file, echo_port))?;
+        std::fs::write(
+            dir.join(format!("routes-{file:02}.yaml")),
+            bulk_file(file, echo_port),
+        )?;
     }
     Ok(())
 }
@@ -190,7 +203,10 @@ async fn connect(address: SocketAddr) -> anyhow::Result<SendRequest<Body>> {
     Ok(sender)
 }
 
-async fn connect_when_serving(address: SocketAddr, path: &str) -> anyhow::Result<SendRequest<Body>> {
+async fn connect_when_serving(
+    address: SocketAddr,
+    path: &str,
+) -> anyhow::Result<SendRequest<Body>> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if let Ok(mut client) = connect(address).await
@@ -205,7 +221,9 @@ async fn connect_when_serving(address: SocketAddr, path: &str) -> anyhow::Result
 
 async fn get(client: &mut SendRequest<Body>, path: &str) -> anyhow::Result<u16> {
     client.ready().await?;
-    let request = http::Request::get(path).header("host", "bench").body(Empty::new())?;
+    let request = http::Request::get(path)
+        .header("host", "bench")
+        .body(Empty::new())?;
     let response = client.send_request(request).await?;
     let status = response.status().as_u16();
     response.into_body().collect().await?;
@@ -216,7 +234,10 @@ async fn get(client: &mut SendRequest<Body>, path: &str) -> anyhow::Result<u16> 
 async fn wait_for_200(client: &mut SendRequest<Body>, path: &str) -> anyhow::Result<()> {
     let deadline = Instant::now() + TIMEOUT;
     while get(client, path).await? != 200 {
-        anyhow::ensure!(Instant::now() < deadline, "{path} not served within {TIMEOUT:?}");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{path} not served within {TIMEOUT:?}"
+        );
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
     Ok(())
@@ -241,7 +262,7 @@ fn ms(d: Duration) -> f64 {
 /// Where the time goes, from the gateway's own `config applied` log lines.
 fn report_gateway_split(log: &Path) {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    for field in ["since_change_ms", "translate_ms", "apply_ms"] {
+    for field in ["since_change_ms", "watch_ms", "translate_ms", "apply_ms"] {
         let mut values: Vec<f64> = text
             .lines()
             .filter(|l| l.contains("config applied"))

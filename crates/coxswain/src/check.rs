@@ -34,7 +34,10 @@ pub fn check(args: &CheckArgs) -> ExitCode {
     };
     let output = translate(&loaded.snapshot, &options);
     let printed = match args.output {
-        None => Ok(print_summary(&loaded.objects, &output)),
+        None => {
+            print_summary(&loaded.objects, &output);
+            Ok(())
+        }
         Some(format) => print_list(&loaded.objects, &output, format),
     };
     if let Err(e) = printed {

@@ -2,6 +2,7 @@
 //! GatewayClass, Gateway and HTTPRoute alike) for summaries and logs.
 
 use coxswain_api::ObjectKey;
+use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use coxswain_translate::Statuses;
 use serde_json::Value;
 
@@ -96,6 +97,57 @@ fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
         .try_fold(value, |v, key| v.get(key))
         .and_then(Value::as_str)
         .unwrap_or_default()
+}
+
+/// Conditions that are not healthy, straight from the typed statuses: runs
+/// after every reload, so it must not serialise thousands of statuses.
+pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> {
+    let mut out = Vec::new();
+    let mut check = |kind, key, scope: String, conditions: &[Condition]| {
+        for c in conditions {
+            let found = Found {
+                scope: scope.clone(),
+                type_: c.type_.clone(),
+                status: c.status.clone(),
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+            };
+            if found.is_problem() {
+                out.push((kind, key, found.describe()));
+            }
+        }
+    };
+    for (key, status) in &statuses.gateway_classes {
+        check(
+            "GatewayClass",
+            key,
+            String::new(),
+            status.conditions.as_deref().unwrap_or_default(),
+        );
+    }
+    for (key, status) in &statuses.gateways {
+        check(
+            "Gateway",
+            key,
+            String::new(),
+            status.conditions.as_deref().unwrap_or_default(),
+        );
+        for listener in status.listeners.iter().flatten() {
+            check(
+                "Gateway",
+                key,
+                format!("listener {}", listener.name),
+                &listener.conditions,
+            );
+        }
+    }
+    for (key, status) in &statuses.http_routes {
+        for parent in &status.parents {
+            let scope = format!("parent {}", parent.parent_ref.name);
+            check("HTTPRoute", key, scope, &parent.conditions);
+        }
+    }
+    out
 }
 
 /// Every (kind, key, status) the translator computed, in a stable order.

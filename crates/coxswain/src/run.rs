@@ -16,7 +16,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::admin::{Admin, ReloadOutcome, ReloadState};
 use crate::cli::RunArgs;
-use crate::conditions::{all_statuses, conditions};
+use crate::conditions::problems;
 use crate::echo;
 
 /// `lastTransitionTime` for conditions computed now.
@@ -67,8 +67,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                     tracing::error!("config watcher stopped; serving the last config until shutdown");
                     break;
                 };
-                let (latest, changed, first_event) = coalesce(reload, &mut reloads);
-                pipeline.apply(latest, &changed, Some(first_event)).await;
+                let (latest, changed, timing) = coalesce(reload, &mut reloads);
+                pipeline.apply(latest, &changed, Some(timing)).await;
             }
             _ = terminate.recv() => break,
             _ = interrupt.recv() => break,
@@ -87,22 +87,33 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// When a change was first seen, and when its snapshot was ready.
+#[derive(Clone, Copy)]
+struct Timing {
+    first_event: Instant,
+    built: Instant,
+}
+
 /// Takes every reload already queued: only the newest snapshot matters,
 /// but the log should name all files that changed.
 fn coalesce(
     first: Reload,
     reloads: &mut tokio::sync::mpsc::UnboundedReceiver<Reload>,
-) -> (Loaded, Vec<PathBuf>, Instant) {
-    let first_event = first.first_event;
+) -> (Loaded, Vec<PathBuf>, Timing) {
+    let mut timing = Timing {
+        first_event: first.first_event,
+        built: first.built,
+    };
     let mut changed = first.changed;
     let mut latest = first.loaded;
     while let Ok(next) = reloads.try_recv() {
         changed.extend(next.changed);
         latest = next.loaded;
+        timing.built = next.built;
     }
     changed.sort();
     changed.dedup();
-    (latest, changed, first_event)
+    (latest, changed, timing)
 }
 
 struct Pipeline {
@@ -112,7 +123,7 @@ struct Pipeline {
 }
 
 impl Pipeline {
-    async fn apply(&self, loaded: Loaded, changed: &[PathBuf], first_event: Option<Instant>) {
+    async fn apply(&self, loaded: Loaded, changed: &[PathBuf], timing: Option<Timing>) {
         for error in &loaded.errors {
             eprintln!("{error}");
         }
@@ -130,7 +141,7 @@ impl Pipeline {
             tracing::error!(%address, %error, "cannot bind listener");
         }
         let files: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
-        let trigger = match first_event {
+        let trigger = match timing {
             None => "startup",
             Some(_) if files.is_empty() => "rescan",
             Some(_) => "change",
@@ -143,14 +154,13 @@ impl Pipeline {
             listeners = report.bound.len(),
             translate_ms = ms(translate_time),
             apply_ms = ms(apply_time),
-            since_change_ms = first_event.map(|t| ms(t.elapsed())),
+            watch_ms = timing.map(|t| ms(t.built.duration_since(t.first_event))),
+            since_change_ms = timing.map(|t| ms(t.first_event.elapsed())),
             "config applied"
         );
         let statuses = Arc::new(output.statuses);
-        for (kind, key, status) in all_statuses(&statuses) {
-            for problem in conditions(&status).iter().filter(|c| c.is_problem()) {
-                tracing::warn!("{kind} {key} rejected: {}", problem.describe());
-            }
+        for (kind, key, problem) in problems(&statuses) {
+            tracing::warn!("{kind} {key} rejected: {problem}");
         }
         self.state.record(ReloadOutcome {
             load_errors: loaded.errors.len(),

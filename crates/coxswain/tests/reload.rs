@@ -5,8 +5,8 @@
 mod support;
 
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
 
 use support::{Gateway, curl_get, echo_json, route_tag, tagged_route, wait_for};
 
@@ -84,15 +84,17 @@ fn bad_edit_is_located_and_last_good_keeps_serving() {
 #[test]
 fn rewrites_under_load_drop_no_request() {
     let gateway = Gateway::quickstart("reload-load");
-    let stop = Arc::new(AtomicBool::new(false));
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let writer = {
-        let stop = stop.clone();
         let dir = gateway.config.path().to_path_buf();
         let routes = std::fs::read_to_string(dir.join("routes.yaml")).unwrap();
         let echo_port = gateway.echo_port;
         std::thread::spawn(move || {
             let mut rewrites = 0;
-            while !stop.load(Ordering::Relaxed) {
+            // Rewrite every 5 ms until told to stop.
+            while let Err(RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(Duration::from_millis(5))
+            {
                 // The serving file is replaced atomically (temp file + rename,
                 // what config tools do); a second file is rewritten in place.
                 std::fs::write(dir.join(".routes.yaml.tmp"), &routes).unwrap();
@@ -100,7 +102,6 @@ fn rewrites_under_load_drop_no_request() {
                 let extra = tagged_route("churn", &format!("/churn{rewrites}"), "c", echo_port);
                 std::fs::write(dir.join("churn.yaml"), extra).unwrap();
                 rewrites += 1;
-                std::thread::sleep(std::time::Duration::from_millis(5));
             }
             rewrites
         })
@@ -117,7 +118,7 @@ fn rewrites_under_load_drop_no_request() {
         .arg(gateway.url("/hello?n=[1-1000]"))
         .output()
         .unwrap();
-    stop.store(true, Ordering::Relaxed);
+    stop.send(()).unwrap();
     let rewrites = writer.join().unwrap();
     let out = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = out.lines().collect();

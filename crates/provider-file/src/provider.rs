@@ -1,7 +1,9 @@
 //! The per-file cache: each file's last good objects, so a bad edit never
 //! takes down what was serving, and a change re-reads only the files touched.
+//! The snapshot is kept up to date incrementally: a changed file removes its
+//! old objects and inserts its new ones, nothing else is touched.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -24,6 +26,8 @@ pub struct Loaded {
     pub errors: Vec<LoadError>,
 }
 
+type Id = (&'static str, ObjectKey);
+
 #[derive(Default)]
 struct FileState {
     /// The last version of the file that parsed cleanly.
@@ -38,9 +42,15 @@ pub struct FileProvider {
     files: BTreeMap<PathBuf, FileState>,
     /// Problems with the directory itself (unreadable, ...).
     root_errors: Vec<LoadError>,
+    snapshot: Snapshot,
+    /// The file whose object is in the snapshot, per object.
+    owners: HashMap<Id, PathBuf>,
+    /// Other files defining an already-owned object (reported as errors;
+    /// the first takes over if the owner lets go).
+    shadowed: BTreeMap<Id, BTreeSet<PathBuf>>,
     /// Order in which each object was first seen: its default
     /// creationTimestamp, so "oldest wins" ties follow first appearance.
-    first_seen: HashMap<(&'static str, ObjectKey), i64>,
+    first_seen: HashMap<Id, i64>,
 }
 
 impl FileProvider {
@@ -49,6 +59,9 @@ impl FileProvider {
             root: root.into(),
             files: BTreeMap::new(),
             root_errors: Vec::new(),
+            snapshot: Snapshot::default(),
+            owners: HashMap::new(),
+            shadowed: BTreeMap::new(),
             first_seen: HashMap::new(),
         }
     }
@@ -63,7 +76,15 @@ impl FileProvider {
         self.root_errors.clear();
         match list_config_files(&self.root) {
             Ok(paths) => {
-                self.files.retain(|p, _| paths.binary_search(p).is_ok());
+                let gone: Vec<PathBuf> = self
+                    .files
+                    .keys()
+                    .filter(|p| paths.binary_search(p).is_err())
+                    .cloned()
+                    .collect();
+                for path in gone {
+                    self.remove_file(&path);
+                }
                 for path in paths {
                     self.reload_file(&path);
                 }
@@ -82,7 +103,7 @@ impl FileProvider {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.files.remove(path);
+                self.remove_file(path);
                 return;
             }
             Err(e) => {
@@ -91,59 +112,133 @@ impl FileProvider {
                 return;
             }
         };
-        let state_result = parse_file(path, &text);
-        let state = self.files.entry(path.to_path_buf()).or_default();
-        match state_result {
+        match parse_file(path, &text) {
             Ok(mut parsed) => {
                 for p in &mut parsed {
                     stamp(&mut self.first_seen, &mut p.object);
                 }
-                state.good = parsed;
-                state.errors.clear();
+                self.replace_objects(path, parsed);
+                if let Some(state) = self.files.get_mut(path) {
+                    state.errors.clear();
+                }
             }
-            Err(errors) => state.errors = errors,
+            Err(errors) => self.files.entry(path.to_path_buf()).or_default().errors = errors,
         }
     }
 
     /// Forgets a file (it was removed).
     pub fn remove_file(&mut self, path: &Path) {
+        self.replace_objects(path, Vec::new());
         self.files.remove(path);
     }
 
-    /// Builds the snapshot from every file's last good objects. Cheap: the
-    /// objects are shared, only the maps are rebuilt.
-    pub fn loaded(&self) -> Loaded {
-        let mut out = Loaded {
-            errors: self.root_errors.clone(),
-            ..Loaded::default()
-        };
-        let mut owners: HashMap<(&'static str, ObjectKey), &Path> = HashMap::new();
-        for (path, state) in &self.files {
-            out.errors.extend(state.errors.iter().cloned());
-            for parsed in &state.good {
-                let kind = parsed.object.kind();
-                let key = parsed.object.key();
-                if let Some(first) = owners.get(&(kind, key.clone())) {
-                    out.errors.push(LoadError::new(
-                        path,
-                        parsed.line,
-                        1,
-                        format!("{kind} {key} is also defined in {}", first.display()),
-                    ));
-                    continue;
-                }
-                owners.insert((kind, key), path);
-                out.snapshot.insert(parsed.object.clone());
-                out.objects.push(parsed.object.clone());
+    /// Swaps a file's objects in the snapshot for `new`.
+    fn replace_objects(&mut self, path: &Path, new: Vec<Parsed>) {
+        let incoming: Vec<Object> = new.iter().map(|p| p.object.clone()).collect();
+        let state = self.files.entry(path.to_path_buf()).or_default();
+        let old = std::mem::replace(&mut state.good, new);
+        let mut released = Vec::new();
+        for parsed in old {
+            let id = (parsed.object.kind(), parsed.object.key());
+            if self.owners.get(&id).is_some_and(|owner| owner == path) {
+                self.owners.remove(&id);
+                self.snapshot.remove(id.0, &id.1);
+                released.push(id);
+            } else if let Some(others) = self.shadowed.get_mut(&id) {
+                others.remove(path);
             }
         }
-        out
+        for object in incoming {
+            self.claim(path, object);
+        }
+        // A released object another file also defines: that file takes over.
+        for id in released {
+            if self.owners.contains_key(&id) {
+                continue;
+            }
+            let Some(next) = self.shadowed.get_mut(&id).and_then(|s| s.pop_first()) else {
+                continue;
+            };
+            let object = self.files.get(&next).and_then(|state| {
+                state
+                    .good
+                    .iter()
+                    .find(|p| p.object.kind() == id.0 && p.object.key() == id.1)
+            });
+            if let Some(parsed) = object {
+                let object = parsed.object.clone();
+                self.claim(&next, object);
+            }
+        }
+        self.shadowed.retain(|_, others| !others.is_empty());
+    }
+
+    fn claim(&mut self, path: &Path, object: Object) {
+        let id = (object.kind(), object.key());
+        match self.owners.get(&id) {
+            Some(owner) if owner != path => {
+                self.shadowed
+                    .entry(id)
+                    .or_default()
+                    .insert(path.to_path_buf());
+            }
+            _ => {
+                self.owners.insert(id, path.to_path_buf());
+                self.snapshot.insert(object);
+            }
+        }
+    }
+
+    /// The current snapshot and errors. Cheap: objects are shared, only the
+    /// maps are copied.
+    pub fn loaded(&self) -> Loaded {
+        let mut errors = self.root_errors.clone();
+        for state in self.files.values() {
+            errors.extend(state.errors.iter().cloned());
+        }
+        for (id, others) in &self.shadowed {
+            let owner = self
+                .owners
+                .get(id)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            for path in others {
+                let line = self.files.get(path).and_then(|state| {
+                    let parsed = state
+                        .good
+                        .iter()
+                        .find(|p| p.object.kind() == id.0 && p.object.key() == id.1)?;
+                    Some(parsed.line)
+                });
+                errors.push(LoadError::new(
+                    path,
+                    line.unwrap_or(1),
+                    1,
+                    format!("{} {} is also defined in {owner}", id.0, id.1),
+                ));
+            }
+        }
+        let objects = self
+            .files
+            .iter()
+            .flat_map(|(path, state)| {
+                state.good.iter().filter(move |p| {
+                    self.owners.get(&(p.object.kind(), p.object.key())) == Some(path)
+                })
+            })
+            .map(|p| p.object.clone())
+            .collect();
+        Loaded {
+            snapshot: self.snapshot.clone(),
+            objects,
+            errors,
+        }
     }
 }
 
 /// Defaults creationTimestamp (epoch + first-seen order, in seconds) and
 /// generation (1), as an API server would have set them.
-fn stamp(first_seen: &mut HashMap<(&'static str, ObjectKey), i64>, object: &mut Object) {
+fn stamp(first_seen: &mut HashMap<Id, i64>, object: &mut Object) {
     let next = i64::try_from(first_seen.len()).unwrap_or(i64::MAX);
     let order = *first_seen
         .entry((object.kind(), object.key()))

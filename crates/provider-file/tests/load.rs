@@ -154,6 +154,38 @@ fn duplicates_name_both_files() {
 }
 
 #[test]
+fn duplicate_takes_over_when_the_owner_goes() {
+    let dir = TempDir::new();
+    let a = dir.write("a.yaml", &route("same", "/a"));
+    let b = dir.write("b.yaml", &route("same", "/b"));
+    let mut provider = FileProvider::new(dir.path());
+    provider.reload_all();
+    assert_eq!(provider.loaded().errors.len(), 1);
+    std::fs::remove_file(&a).unwrap();
+    provider.reload_file(&a);
+    let loaded = provider.loaded();
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let route = &loaded.snapshot.http_routes[&ObjectKey::new("default", "same")];
+    let rules = route.spec.rules.as_ref().unwrap();
+    let value = rules[0].matches.as_ref().unwrap()[0]
+        .path
+        .as_ref()
+        .unwrap()
+        .value
+        .clone();
+    assert_eq!(value.as_deref(), Some("/b"));
+    assert_eq!(loaded.objects.len(), 1);
+    // Rewriting the owner in place keeps it the owner (no spurious errors).
+    std::fs::write(&b, route_text_with_path("/b2")).unwrap();
+    provider.reload_file(&b);
+    assert!(provider.loaded().errors.is_empty());
+}
+
+fn route_text_with_path(path: &str) -> String {
+    route("same", path)
+}
+
+#[test]
 fn json_list_and_hidden_and_unknown() {
     let dir = TempDir::new();
     dir.write(

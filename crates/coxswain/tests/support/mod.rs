@@ -68,8 +68,15 @@ pub fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
     let start = Instant::now();
     while !condition() {
         assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
+        poll_pause();
     }
+}
+
+/// The gap between two polls of a condition. Only ever called from
+/// deadline-bounded waits: it paces polling, it does not synchronise.
+#[allow(clippy::disallowed_methods)]
+fn poll_pause() {
+    std::thread::sleep(Duration::from_millis(10));
 }
 
 /// The quickstart example with its ports swapped for reserved ones.
@@ -172,7 +179,7 @@ impl Gateway {
                 return status;
             }
             assert!(start.elapsed() < DEADLINE, "gateway did not exit");
-            std::thread::sleep(Duration::from_millis(10));
+            poll_pause();
         }
     }
 }
