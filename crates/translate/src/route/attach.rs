@@ -7,12 +7,13 @@ use coxswain_api::gateway_api::apis::standard::httproutes::{
     HttpRouteParentRefs, HttpRouteStatus, HttpRouteStatusParents, HttpRouteStatusParentsParentRef,
 };
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use coxswain_api::{GATEWAY_GROUP, ObjectKey, Snapshot};
+use coxswain_api::{GATEWAY_GROUP, HttpRoute, ObjectKey, Snapshot};
 use coxswain_ir::Route;
 
 use crate::Options;
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
 use crate::gateway::GatewayModel;
+use crate::route::backends::Lookup;
 use crate::route::hostnames::effective_hostnames;
 use crate::route::{ClusterSpec, CompiledRoute, compile_route};
 
@@ -45,9 +46,9 @@ pub fn attach_routes(
     options: &Options,
 ) -> Attachments {
     let mut out = Attachments::default();
-    let ranks = route_ranks(snapshot);
-    for (key, route) in &snapshot.http_routes {
-        let compiled = compile_route(snapshot, key, route);
+    let lookup = Lookup::new(snapshot);
+    for (rank, (key, route)) in routes_in_precedence_order(snapshot).into_iter().enumerate() {
+        let compiled = compile_route(&lookup, key, route);
         let mut parents = Vec::new();
         // Listeners this route attached to, with effective hostnames.
         let mut targets: Vec<(ObjectKey, usize, Vec<coxswain_ir::Hostname>)> = Vec::new();
@@ -66,7 +67,6 @@ pub fn attach_routes(
                 }
             }
         }
-        let rank = ranks.get(key).copied().unwrap_or(usize::MAX);
         // The last listener takes the compiled rules; the others get copies.
         let last = targets.pop();
         for (gw_key, idx, hostnames) in targets {
@@ -106,18 +106,24 @@ fn add_routes(
     }));
 }
 
-/// Each route's position in the spec's tie-break order: creation
-/// timestamp (oldest first), then namespace/name.
-fn route_ranks(snapshot: &Snapshot) -> BTreeMap<&ObjectKey, usize> {
-    let mut keys: Vec<(Option<&Time>, &ObjectKey)> = snapshot
+/// Routes in the spec's tie-break order: creation timestamp (oldest
+/// first), then namespace/name. A route's position is its rank.
+fn routes_in_precedence_order(snapshot: &Snapshot) -> Vec<(&ObjectKey, &HttpRoute)> {
+    let mut routes: Vec<(Option<&Time>, &ObjectKey, &HttpRoute)> = snapshot
         .http_routes
         .iter()
-        .map(|(key, route)| (route.metadata.creation_timestamp.as_ref(), key))
+        .map(|(key, route)| {
+            (
+                route.metadata.creation_timestamp.as_ref(),
+                key,
+                route.as_ref(),
+            )
+        })
         .collect();
-    keys.sort();
-    keys.into_iter()
-        .enumerate()
-        .map(|(rank, (_, key))| (key, rank))
+    routes.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    routes
+        .into_iter()
+        .map(|(_, key, route)| (key, route))
         .collect()
 }
 

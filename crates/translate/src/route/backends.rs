@@ -2,7 +2,9 @@
 
 use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteRulesBackendRefs;
 use coxswain_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use coxswain_api::{GATEWAY_GROUP, ObjectKey, Snapshot};
+use std::collections::BTreeMap;
+
+use coxswain_api::{GATEWAY_GROUP, Service, Snapshot};
 use coxswain_ir::UpstreamProtocol;
 
 use crate::conditions::Reason;
@@ -21,6 +23,28 @@ pub struct ClusterSpec {
     pub protocol: UpstreamProtocol,
 }
 
+/// Borrowed indexes over the snapshot, built once per translation so lookups
+/// need no owned keys.
+pub struct Lookup<'a> {
+    pub snapshot: &'a Snapshot,
+    services: BTreeMap<(&'a str, &'a str), &'a Service>,
+}
+
+impl<'a> Lookup<'a> {
+    pub fn new(snapshot: &'a Snapshot) -> Self {
+        let services = snapshot
+            .services
+            .iter()
+            .map(|(k, svc)| ((k.namespace.as_str(), k.name.as_str()), svc.as_ref()))
+            .collect();
+        Lookup { snapshot, services }
+    }
+
+    fn service(&self, namespace: &str, name: &str) -> Option<&'a Service> {
+        self.services.get(&(namespace, name)).copied()
+    }
+}
+
 /// Why a backendRef did not resolve.
 pub type Unresolved = (Reason, String);
 
@@ -29,7 +53,7 @@ pub fn weight(b: &HttpRouteRulesBackendRefs) -> u32 {
 }
 
 pub fn resolve(
-    snapshot: &Snapshot,
+    lookup: &Lookup<'_>,
     route_ns: &str,
     b: &HttpRouteRulesBackendRefs,
 ) -> Result<ClusterSpec, Unresolved> {
@@ -53,7 +77,7 @@ pub fn resolve(
         namespace,
         name: &b.name,
     };
-    if !reference_grant::is_permitted(&snapshot.reference_grants, from, to) {
+    if !reference_grant::is_permitted(&lookup.snapshot.reference_grants, from, to) {
         return Err((
             Reason::RefNotPermitted,
             format!(
@@ -62,10 +86,7 @@ pub fn resolve(
             ),
         ));
     }
-    let Some(service) = snapshot
-        .services
-        .get(&ObjectKey::new(namespace, b.name.as_str()))
-    else {
+    let Some(service) = lookup.service(namespace, &b.name) else {
         return Err((
             Reason::BackendNotFound,
             format!("Service {namespace}/{} not found", b.name),

@@ -11,10 +11,10 @@ pub use attach::{AttachedRoute, attach_routes};
 pub use backends::ClusterSpec;
 
 use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteRules;
-use coxswain_api::{HttpRoute, ObjectKey, Snapshot};
+use coxswain_api::{HttpRoute, ObjectKey};
 use coxswain_ir::{BackendTarget, Hostname, Route, RouteId, WeightedBackend};
 
-use crate::route::backends::Unresolved;
+use crate::route::backends::{Lookup, Unresolved};
 use crate::route::rules::{CompiledBackend, CompiledRule};
 
 /// An HTTPRoute after validation, independent of its parents.
@@ -108,7 +108,7 @@ fn ir_backend(b: CompiledBackend) -> WeightedBackend {
     }
 }
 
-pub fn compile_route(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) -> CompiledRoute {
+pub fn compile_route(lookup: &Lookup<'_>, key: &ObjectKey, route: &HttpRoute) -> CompiledRoute {
     let mut rules = Vec::new();
     let mut rule_errors = Vec::new();
     let mut unresolved = None;
@@ -119,7 +119,7 @@ pub fn compile_route(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) ->
         _ => &default_rules,
     };
     for (i, rule) in route_rules.iter().enumerate() {
-        let targets = rules::resolve_backends(snapshot, &key.namespace, rule);
+        let targets = rules::resolve_backends(lookup, &key.namespace, rule);
         if unresolved.is_none() {
             unresolved = targets.iter().find_map(|t| t.as_ref().err().cloned());
         }

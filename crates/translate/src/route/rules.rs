@@ -1,13 +1,12 @@
 //! One HTTPRoute rule: matches, filters, backends and timeouts.
 
-use coxswain_api::Snapshot;
 use coxswain_api::gateway_api::apis::standard::httproutes::{
     HttpRouteRules, HttpRouteRulesTimeouts,
 };
 use coxswain_ir::{Filter, RouteMatch, Timeouts};
 
 use crate::duration::parse_duration_ms;
-use crate::route::backends::{self, ClusterSpec, Unresolved};
+use crate::route::backends::{self, ClusterSpec, Lookup, Unresolved};
 use crate::route::filters::{compile_backend_filters, compile_rule_filters};
 use crate::route::matches::compile_matches;
 
@@ -31,14 +30,14 @@ pub struct CompiledRule {
 /// Resolves every backendRef of a rule (for ResolvedRefs, even when the rule
 /// turns out invalid).
 pub fn resolve_backends(
-    snapshot: &Snapshot,
+    lookup: &Lookup<'_>,
     route_ns: &str,
     rule: &HttpRouteRules,
 ) -> Vec<Result<ClusterSpec, Unresolved>> {
     rule.backend_refs
         .iter()
         .flatten()
-        .map(|b| backends::resolve(snapshot, route_ns, b))
+        .map(|b| backends::resolve(lookup, route_ns, b))
         .collect()
 }
 
