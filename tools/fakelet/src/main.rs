@@ -19,6 +19,7 @@ mod server;
 mod status;
 mod volumes;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
                     EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
                 )
                 .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal())
                 .init();
             let runtime = match tokio::runtime::Runtime::new() {
                 Ok(runtime) => runtime,

@@ -1,8 +1,13 @@
 //! Pod networking with iproute2: one network namespace per pod, a veth pair
 //! whose host end joins the node's bridge, the pod IP on `eth0` and a
 //! default route via the bridge address.
+//!
+//! Every namespace created is recorded as a file under `<state dir>/netns/`,
+//! and clean-up only touches recorded ones, so two fakelets (two clusters)
+//! on one machine never remove each other's pods.
 
 use std::net::Ipv4Addr;
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
@@ -22,9 +27,10 @@ pub struct PodNetwork {
     pub ip: Ipv4Addr,
 }
 
-/// Short, stable names for a pod (interface names are limited to 15 bytes).
-pub fn names_for(pod_uid: &str) -> (String, String) {
-    let digest = Sha256::digest(pod_uid.as_bytes());
+/// Short, stable names for a pod on a node (interface names are limited to
+/// 15 bytes).
+pub fn names_for(node: &str, pod_uid: &str) -> (String, String) {
+    let digest = Sha256::digest(format!("{node}/{pod_uid}").as_bytes());
     let short: String = digest.iter().take(5).map(|b| format!("{b:02x}")).collect();
     (
         format!("{NETNS_PREFIX}{short}"),
@@ -65,22 +71,29 @@ pub async fn ensure_bridge(bridge: &str, cidr: Cidr) -> anyhow::Result<()> {
 /// Creates the pod's namespace and wiring. On failure, whatever was created
 /// is removed again.
 pub async fn create(
+    records: &Path,
+    node: &str,
     pod_uid: &str,
     ip_addr: Ipv4Addr,
     cidr: Cidr,
     bridge: &str,
 ) -> anyhow::Result<PodNetwork> {
-    let (netns, host_veth) = names_for(pod_uid);
+    let (netns, host_veth) = names_for(node, pod_uid);
     // A leftover from an earlier attempt would make `netns add` fail.
-    remove(&netns).await;
-    ip(&["netns", "add", &netns]).await?;
+    remove(records, &netns).await;
+    std::fs::create_dir_all(records)?;
+    std::fs::write(records.join(&netns), pod_uid)?;
+    if let Err(e) = ip(&["netns", "add", &netns]).await {
+        let _ = std::fs::remove_file(records.join(&netns));
+        return Err(e);
+    }
     let network = PodNetwork {
         netns,
         host_veth,
         ip: ip_addr,
     };
     if let Err(e) = wire(&network, cidr, bridge).await {
-        remove(&network.netns).await;
+        remove(records, &network.netns).await;
         return Err(e);
     }
     Ok(network)
@@ -106,7 +119,7 @@ async fn wire(net: &PodNetwork, cidr: Cidr, bridge: &str) -> anyhow::Result<()> 
 
 /// Kills what still runs in the namespace and deletes it (the veth pair goes
 /// with it). Errors are ignored: this is cleanup.
-pub async fn remove(netns: &str) {
+pub async fn remove(records: &Path, netns: &str) {
     if let Ok(pids) = ip(&["netns", "pids", netns]).await {
         for pid in pids
             .split_whitespace()
@@ -119,19 +132,21 @@ pub async fn remove(netns: &str) {
         }
     }
     let _ = ip(&["netns", "del", netns]).await;
+    let _ = std::fs::remove_file(records.join(netns));
 }
 
-/// Removes every pod namespace left by an earlier run, and stray host veths.
-pub async fn remove_leftovers() -> anyhow::Result<usize> {
-    let listed = ip(&["netns", "list"]).await?;
-    let leftovers: Vec<String> = listed
-        .lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| name.starts_with(NETNS_PREFIX))
-        .map(str::to_string)
-        .collect();
+/// Removes the pod namespaces an earlier run recorded, and stray host veths
+/// (those live in this node's namespace only).
+pub async fn remove_leftovers(records: &Path) -> anyhow::Result<usize> {
+    let leftovers: Vec<String> = match std::fs::read_dir(records) {
+        Ok(entries) => entries
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name.starts_with(NETNS_PREFIX))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
     for netns in &leftovers {
-        remove(netns).await;
+        remove(records, netns).await;
     }
     let links = ip(&["-o", "link", "show"]).await?;
     for name in links
@@ -151,10 +166,12 @@ mod tests {
 
     #[test]
     fn names_are_stable_short_and_distinct() {
-        let (ns, veth) = names_for("0b6f0c0e-1111-2222-3333-444455556666");
-        assert_eq!(names_for("0b6f0c0e-1111-2222-3333-444455556666").0, ns);
+        let uid = "0b6f0c0e-1111-2222-3333-444455556666";
+        let (ns, veth) = names_for("node-a", uid);
+        assert_eq!(names_for("node-a", uid).0, ns);
         assert!(ns.starts_with(NETNS_PREFIX));
         assert!(veth.len() <= 15, "{veth}");
-        assert_ne!(names_for("other").0, ns);
+        assert_ne!(names_for("node-a", "other").0, ns);
+        assert_ne!(names_for("node-b", uid).0, ns);
     }
 }

@@ -35,6 +35,12 @@ pub struct NodeCtx {
     pub max_grace: Duration,
 }
 
+impl NodeCtx {
+    pub fn netns_records(&self) -> PathBuf {
+        self.state_dir.join("netns")
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     /// deletionTimestamp set: stop, clean up, then remove the object.
@@ -179,7 +185,7 @@ pub async fn run_pod(
             })
             .await;
             supervisors.abort_all();
-            netns::remove(&network.netns).await;
+            netns::remove(&ctx.netns_records(), &network.netns).await;
             release_ip(&ctx, &network);
             end
         }
@@ -221,7 +227,15 @@ async fn start_pod(
         let attempt = match allocated {
             Some(ip) => {
                 let cidr = ctx.pool.lock().unwrap_or_else(|e| e.into_inner()).cidr();
-                let created = netns::create(&uid, ip, cidr, &ctx.bridge).await;
+                let created = netns::create(
+                    &ctx.netns_records(),
+                    &ctx.node_name,
+                    &uid,
+                    ip,
+                    cidr,
+                    &ctx.bridge,
+                )
+                .await;
                 if created.is_err() {
                     ctx.pool
                         .lock()
@@ -247,7 +261,7 @@ async fn start_pod(
     match run_containers(ctx, pod, shared, dir, &network, events).await {
         Ok((supervisors, stop)) => Ok((network, supervisors, stop)),
         Err(end) => {
-            netns::remove(&network.netns).await;
+            netns::remove(&ctx.netns_records(), &network.netns).await;
             release_ip(ctx, &network);
             Err(end)
         }

@@ -78,7 +78,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&pods_dir);
     std::fs::create_dir_all(&pods_dir)
         .with_context(|| format!("creating {}", pods_dir.display()))?;
-    let removed = netns::remove_leftovers().await?;
+    let records = args.state_dir.join("netns");
+    let removed = netns::remove_leftovers(&records).await?;
     if removed > 0 {
         tracing::info!(removed, "removed pod namespaces left by an earlier run");
     }
@@ -135,7 +136,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     if tokio::time::timeout(SHUTDOWN_CAP, runner).await.is_err() {
         tracing::warn!("pods did not stop in time; removing namespaces anyway");
     }
-    netns::remove_leftovers().await?;
+    netns::remove_leftovers(&records).await?;
     Ok(())
 }
 
