@@ -62,6 +62,7 @@ TARGET="${CARGO_TARGET_DIR:-$repo/target}"
 case "$CARGO_PROFILE" in dev) OUT="$TARGET/debug" ;; *) OUT="$TARGET/$CARGO_PROFILE" ;; esac
 BIN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/coxswain/bin"
 ECHO_BASIC="$BIN_CACHE/echo-basic"
+DNS_STAND_IN="$BIN_CACHE/coxswain-dns-stand-in"   # for the base manifests' coredns image
 
 log() { printf '[conformance] %s\n' "$*" >&2; }
 die() { printf '[conformance] error: %s\n' "$*" >&2; exit 1; }
@@ -111,6 +112,7 @@ build() {
     (cd "$repo/tools/conformance" && CGO_ENABLED=0 go build -o "$ECHO_BASIC" sigs.k8s.io/gateway-api/conformance/echo-basic)
   fi
   [ -x "$ECHO_BASIC" ] || die "echo-basic was not built at $ECHO_BASIC"
+  (cd "$repo/tools/conformance" && CGO_ENABLED=0 go build -o "$DNS_STAND_IN" ./dns-stand-in)
   log "checking claimed features against the Rust list and Gateway API versions (no cluster needed)"
   (cd "$repo/tools/conformance" && go test -count=1 -skip '^TestConformance$' . >&2)
   log "build and checks took $((SECONDS - t))s"
@@ -158,6 +160,7 @@ bring_up() {
   start fakelet "$OUT/coxswain-fakelet" run \
     --node-name "$NODE_NAME" --node-ip "$NODE_IP" --pod-cidr "$POD_CIDR" \
     --image-map "*echo-basic*=$ECHO_BASIC" \
+    --image-map "*coredns*=$DNS_STAND_IN" \
     --state-dir "$RUN/fakelet"
   wait_until fakelet 60 "node $NODE_NAME Ready" node_ready
 
