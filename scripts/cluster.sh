@@ -25,7 +25,8 @@ NODE_IP="$NODE_PREFIX.2"
 HOST_VETH="${COXSWAIN_HOST_VETH:-cxnode-host}"
 NODE_VETH="cxnode0"
 SERVICE_CIDR="${COXSWAIN_SERVICE_CIDR:-10.96.0.0/16}"
-SERVICE_APISERVER_IP="10.96.0.1"   # first address of SERVICE_CIDR
+svc_net="${SERVICE_CIDR%/*}"
+SERVICE_APISERVER_IP="${svc_net%.*}.$(( ${svc_net##*.} + 1 ))"   # first address: the kubernetes Service
 APISERVER_PORT=6443
 ETCD_CLIENT_PORT=2379
 ETCD_PEER_PORT=2380
@@ -200,6 +201,7 @@ wait_for() {
     [ "$SECONDS" -lt "$deadline" ] || fail_component "$name" "not ready after ${limit}s"
     sleep 0.5
   done
+  log "$name ready ($((SECONDS - t0))s since start)"
 }
 
 etcd_healthy() {
@@ -263,8 +265,6 @@ start_controller_manager() {
   local pki="$STATE/pki"
   start kube-controller-manager "$BIN/kube-controller-manager" \
     --kubeconfig="$STATE/controller-manager.kubeconfig" \
-    --authentication-kubeconfig="$STATE/controller-manager.kubeconfig" \
-    --authorization-kubeconfig="$STATE/controller-manager.kubeconfig" \
     --controllers=deployment-controller,replicaset-controller,endpointslice-controller,endpointslice-mirroring-controller,namespace-controller,garbage-collector-controller,serviceaccount-controller,pod-garbage-collector-controller \
     --leader-elect=false \
     --bind-address=127.0.0.1 \
@@ -286,6 +286,7 @@ install_crds() {
   "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig" wait --for=condition=Established \
     --timeout=60s crd --all >> "$STATE/crds.log" 2>&1 \
     || { log "CRDs not Established:"; tail -n 30 "$STATE/crds.log" >&2; cmd_down >/dev/null 2>&1; exit 1; }
+  log "CRDs Established ($((SECONDS - t0))s since start)"
 }
 
 # ---- commands -----------------------------------------------------------------
@@ -307,6 +308,7 @@ cmd_up() {
   # Whatever goes wrong from here on, leave nothing half-started behind.
   trap 'log "start-up failed; tearing down"; cmd_down >/dev/null 2>&1' EXIT
   local start_time=$SECONDS
+  t0=$SECONDS
   mkdir -p "$STATE"; chmod 700 "$STATE"
   gen_pki
   setup_netns
