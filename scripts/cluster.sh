@@ -336,7 +336,7 @@ cmd_down() {
     pid_alive "$pid" && kill -KILL "$pid" 2>/dev/null || true
     rm -f "$STATE/$name.pid"
   done
-  if ip netns list 2>/dev/null | grep -qw "^$NETNS"; then
+  if [ -e "/run/netns/$NETNS" ]; then
     # Anything else still inside the namespace was started there by us.
     for pid in $(ip netns pids "$NETNS" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$NETNS" 2>/dev/null || true
@@ -349,7 +349,7 @@ cmd_status() {
   local name pid rc=0
   echo "version:  $K8S_VERSION ($(binaries_ok && echo "built: $BIN" || echo "not built"))"
   echo "state:    $STATE"
-  if ip netns list 2>/dev/null | grep -qw "^$NETNS"; then echo "netns:    $NETNS ($NODE_IP)"; else echo "netns:    absent"; rc=1; fi
+  if [ -e "/run/netns/$NETNS" ]; then echo "netns:    $NETNS ($NODE_IP)"; else echo "netns:    absent"; rc=1; fi
   for name in etcd kube-apiserver kube-controller-manager; do
     pid="$(cat "$STATE/$name.pid" 2>/dev/null || true)"
     if pid_alive "$pid"; then echo "$name: running (pid $pid)"; else echo "$name: stopped"; rc=1; fi
