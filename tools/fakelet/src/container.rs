@@ -214,8 +214,9 @@ pub async fn supervise(spec: ContainerSpec, shared: Shared, mut stop: watch::Rec
                 tokio::select! {
                     status = child.wait() => status.ok(),
                     _ = stop.changed() => {
-                        let status = terminate(&mut child, spec.grace).await;
-                        set_state(terminated(status, started_at).0, false);
+                        // No status update: a stopped fakelet must not report
+                        // its pods Failed (the ReplicaSet would replace them).
+                        terminate(&mut child, spec.grace).await;
                         return;
                     }
                     () = watch_readiness(&shared, &spec) => None,

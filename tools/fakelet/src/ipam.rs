@@ -97,6 +97,14 @@ impl IpPool {
         None
     }
 
+    /// Takes a specific pod address (e.g. the one a pod had before the
+    /// fakelet restarted); false when it is taken or not a pod address.
+    pub fn reserve(&mut self, ip: Ipv4Addr) -> bool {
+        let n = u32::from(ip);
+        let is_pod_address = n >= self.cidr.first() + 2 && n < self.cidr.broadcast();
+        is_pod_address && self.used.insert(n)
+    }
+
     pub fn release(&mut self, ip: Ipv4Addr) {
         self.used.remove(&u32::from(ip));
     }
@@ -147,6 +155,17 @@ mod tests {
         assert_eq!(pool.allocate(), Some(Ipv4Addr::new(10, 0, 0, 3)));
         assert_eq!(pool.allocate(), Some(Ipv4Addr::new(10, 0, 0, 5)));
         assert!(pool.allocate().is_none());
+    }
+
+    #[test]
+    fn reserves_only_free_pod_addresses() {
+        let mut pool = IpPool::new(Cidr::parse("10.0.0.0/24").unwrap());
+        assert!(pool.reserve(Ipv4Addr::new(10, 0, 0, 2)));
+        assert!(!pool.reserve(Ipv4Addr::new(10, 0, 0, 2)));
+        assert!(!pool.reserve(Ipv4Addr::new(10, 0, 0, 1)), "gateway");
+        assert!(!pool.reserve(Ipv4Addr::new(10, 0, 0, 255)), "broadcast");
+        assert!(!pool.reserve(Ipv4Addr::new(10, 0, 1, 5)), "outside");
+        assert_eq!(pool.allocate(), Some(Ipv4Addr::new(10, 0, 0, 3)));
     }
 
     #[test]

@@ -178,6 +178,8 @@ pub async fn run_pod(
     let end = match start_pod(&ctx, &pod, &shared, &dir, &mut events).await {
         Ok((network, mut supervisors, stop)) => {
             let end = events.end_within(None).await.unwrap_or(End::Shutdown);
+            // Stop reporting first: stopping processes is not a pod failure.
+            reporter.abort();
             let _ = stop.send(true);
             let cap = ctx.max_grace + Duration::from_secs(5);
             let _ = tokio::time::timeout(cap, async {
@@ -218,12 +220,20 @@ async fn start_pod(
     events: &mut Events,
 ) -> Result<Started, End> {
     let uid = pod.uid().unwrap_or_default();
+    // Keep the address the pod had before a fakelet restart, if still free.
+    let mut previous: Option<std::net::Ipv4Addr> = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.as_deref())
+        .and_then(|ip| ip.parse().ok());
     let network = loop {
-        let allocated = ctx
-            .pool
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .allocate();
+        let allocated = {
+            let mut pool = ctx.pool.lock().unwrap_or_else(|e| e.into_inner());
+            match previous.take() {
+                Some(ip) if pool.reserve(ip) => Some(ip),
+                _ => pool.allocate(),
+            }
+        };
         let attempt = match allocated {
             Some(ip) => {
                 let cidr = ctx.pool.lock().unwrap_or_else(|e| e.into_inner()).cidr();

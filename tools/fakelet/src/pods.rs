@@ -62,6 +62,10 @@ async fn bind(ctx: &NodeCtx, pod: &Pod) {
         .await;
     match result {
         Ok(_) => tracing::info!(pod = %pod.name_any(), %namespace, "bound"),
+        // Gone or bound meanwhile (a re-list can replay stale pods).
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+            tracing::debug!(pod = %pod.name_any(), %namespace, "not bound: {}", status.message)
+        }
         Err(e) => tracing::warn!(pod = %pod.name_any(), %namespace, "bind failed: {e}"),
     }
 }
