@@ -56,6 +56,9 @@ func RenderSummary(info RunInfo, records []TestRecord) string {
 	fmt.Fprintf(&b, "- Claimed features (GatewayClass status, equal to %s): %s\n\n",
 		FeaturesSourcePath, strings.Join(info.Claimed, ", "))
 
+	if len(records) == 0 {
+		b.WriteString("**No test ran**: the suite's setup failed (GatewayClass, base Gateways or pods not ready); see the `go test` log.\n\n")
+	}
 	for _, name := range info.Profiles {
 		profile, ok := knownProfiles[name]
 		if !ok {
