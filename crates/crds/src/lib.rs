@@ -1,0 +1,48 @@
+//! Coxswain's own custom resources (group `gateway.coxswain-labs.dev`).
+//!
+//! The Rust types are the source of truth: the CustomResourceDefinition
+//! YAML in `deploy/crds/` is generated from them by `coxswain crds` and a
+//! test fails when the checked-in files drift.
+
+mod backend_policy;
+mod gateway_parameters;
+
+pub use backend_policy::{
+    BackendPolicyTargetRef, BackendTimeouts, CoxswainBackendPolicy, CoxswainBackendPolicySpec,
+    LoadBalancer, LoadBalancerAlgorithm,
+};
+pub use gateway_parameters::{
+    CoxswainGatewayParameters, CoxswainGatewayParametersSpec, ServiceTypeOverride,
+};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+/// The API group of every Coxswain resource.
+pub const GROUP: &str = "gateway.coxswain-labs.dev";
+
+/// Every CustomResourceDefinition Coxswain ships, in a stable order.
+pub fn all() -> Vec<CustomResourceDefinition> {
+    vec![
+        CoxswainGatewayParameters::crd(),
+        CoxswainBackendPolicy::crd(),
+    ]
+}
+
+/// One CRD as a YAML document (without the leading `---`).
+pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_yaml_ng::Error> {
+    serde_yaml_ng::to_string(crd)
+}
+
+/// Every CRD as one multi-document YAML stream, as `coxswain crds` prints it.
+pub fn all_yaml() -> Result<String, serde_yaml_ng::Error> {
+    let mut out = String::new();
+    for crd in all() {
+        out.push_str("---\n");
+        out.push_str(&to_yaml(&crd)?);
+    }
+    Ok(out)
+}
+
+/// Where the generated YAML is checked in, relative to the repository root.
+pub const CHECKED_IN_PATH: &str = "deploy/crds/coxswain.yaml";

@@ -1,0 +1,104 @@
+//! deploy/crds/ must hold exactly what the types generate. Regenerate with
+//!   cargo run -p coxswain -- crds > deploy/crds/coxswain.yaml
+
+use std::path::PathBuf;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn checked_in_crds_match_the_types() {
+    let path = repo_root().join(coxswain_crds::CHECKED_IN_PATH);
+    let on_disk = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let generated = coxswain_crds::all_yaml().unwrap();
+    assert!(
+        on_disk == generated,
+        "{} drifted from the Rust types; regenerate with \
+         `cargo run -p coxswain -- crds > {}`",
+        path.display(),
+        coxswain_crds::CHECKED_IN_PATH
+    );
+}
+
+#[test]
+fn no_other_files_in_deploy_crds() {
+    let dir = repo_root().join("deploy/crds");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert_eq!(
+            format!("deploy/crds/{name}"),
+            coxswain_crds::CHECKED_IN_PATH,
+            "hand-written CRD files are not allowed"
+        );
+    }
+}
+
+#[test]
+fn crds_are_namespaced_in_our_group_with_a_schema() {
+    let crds = coxswain_crds::all();
+    let names: Vec<_> = crds.iter().map(|c| c.spec.names.kind.clone()).collect();
+    assert_eq!(
+        names,
+        ["CoxswainGatewayParameters", "CoxswainBackendPolicy"]
+    );
+    for crd in crds {
+        assert_eq!(crd.spec.group, coxswain_crds::GROUP);
+        assert_eq!(crd.spec.scope, "Namespaced");
+        let version = &crd.spec.versions[0];
+        assert_eq!(version.name, "v1alpha1");
+        assert!(version.served && version.storage);
+        let schema = version
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref());
+        assert!(schema.is_some());
+    }
+}
+
+#[test]
+fn enums_are_in_the_schema() {
+    let yaml = coxswain_crds::all_yaml().unwrap();
+    for value in [
+        "RoundRobin",
+        "Random",
+        "LeastRequest",
+        "LoadBalancer",
+        "NodePort",
+        "ClusterIP",
+    ] {
+        assert!(
+            yaml.contains(&format!("- {value}\n")),
+            "schema lacks {value}"
+        );
+    }
+}
+
+#[test]
+fn specs_round_trip() {
+    let policy: coxswain_crds::CoxswainBackendPolicySpec =
+        serde_json::from_value(serde_json::json!({
+            "targetRefs": [{"kind": "Service", "name": "web"}],
+            "timeouts": {"connect": "2s", "idle": "90s"},
+            "loadBalancer": {"algorithm": "LeastRequest"}
+        }))
+        .unwrap();
+    assert_eq!(
+        policy.load_balancer.unwrap().algorithm,
+        Some(coxswain_crds::LoadBalancerAlgorithm::LeastRequest)
+    );
+    let params: coxswain_crds::CoxswainGatewayParametersSpec =
+        serde_json::from_value(serde_json::json!({"replicas": 2, "serviceType": "ClusterIP"}))
+            .unwrap();
+    assert_eq!(
+        params.service_type,
+        Some(coxswain_crds::ServiceTypeOverride::ClusterIp)
+    );
+    assert!(
+        serde_json::from_value::<coxswain_crds::LoadBalancerAlgorithm>(serde_json::json!(
+            "Fastest"
+        ))
+        .is_err()
+    );
+}

@@ -1,0 +1,27 @@
+//! Kubernetes provider: kube-rs watchers of every kind the translator
+//! reads build the same [`coxswain_api::Snapshot`] the file provider
+//! builds; bursts are coalesced into one translation; the leader (by
+//! Lease) writes status and per-Gateway Services. Never depends on the
+//! proxy: the binary plugs it in through [`Dataplane`].
+
+pub mod address_pool;
+pub mod addresses;
+mod coalesce;
+mod controller;
+pub mod gateway_service;
+pub mod leader;
+pub mod lease;
+mod metrics;
+mod ours;
+pub mod status;
+pub mod store;
+mod watch;
+
+pub use address_pool::AddressPool;
+pub use addresses::AddressMode;
+pub use controller::{ControllerConfig, Dataplane, Timing, run, translate_store};
+pub use leader::{LeaseConfig, default_identity};
+pub use metrics::Metrics;
+
+/// Re-exported so the binary builds a client without naming kube itself.
+pub use kube::Client;

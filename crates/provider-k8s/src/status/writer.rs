@@ -1,0 +1,259 @@
+//! The status writer: while we lead, make every object's live status equal
+//! to the merged desired one. A pass writes only what differs (ignoring
+//! timestamps), with bounded concurrency and a timeout per write; failed
+//! writes are retried by the next pass.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use coxswain_api::{Gateway, GatewayClass, HttpRoute, ObjectKey, Snapshot};
+use coxswain_translate::Statuses;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Service, ServiceAccount};
+use kube::api::PostParams;
+use kube::{Api, Client};
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep_until, timeout};
+
+use super::merge::{merge_gateway, merge_gateway_class, merge_http_route, same_ignoring_times};
+use super::resources::ResourceWriter;
+use crate::metrics::Metrics;
+
+/// Everything one pass needs: the objects as last seen and what we want.
+#[derive(Debug, Default)]
+pub struct StatusJob {
+    pub snapshot: Arc<Snapshot>,
+    pub statuses: Statuses,
+    /// LoadBalancer mode: per-Gateway Services and ServiceAccounts.
+    pub services: Vec<Service>,
+    pub service_accounts: Vec<ServiceAccount>,
+}
+
+#[derive(Clone, Debug)]
+pub struct WriterConfig {
+    pub controller_name: String,
+    pub field_manager: String,
+    pub concurrency: usize,
+    pub write_timeout: Duration,
+    pub retry_after: Duration,
+}
+
+impl WriterConfig {
+    pub fn new(controller_name: &str) -> Self {
+        WriterConfig {
+            controller_name: controller_name.to_string(),
+            field_manager: "coxswain".to_string(),
+            concurrency: 8,
+            write_timeout: Duration::from_secs(5),
+            retry_after: Duration::from_secs(2),
+        }
+    }
+}
+
+type Write = Pin<Box<dyn Future<Output = Result<(), kube::Error>> + Send + 'static>>;
+
+type Bounded = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'static>>;
+
+async fn bounded(write: Write, limit: Duration) -> Result<(), String> {
+    match timeout(limit, write).await {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(_) => Err("timed out".to_string()),
+    }
+}
+
+/// What we last wrote per object: (resourceVersion it was based on, the
+/// status). Stops a pass on a stale snapshot from rewriting the same thing.
+type Written = HashMap<(&'static str, ObjectKey), (Option<String>, Value)>;
+
+pub async fn run(
+    client: Client,
+    mut jobs: watch::Receiver<Option<Arc<StatusJob>>>,
+    mut leader: watch::Receiver<bool>,
+    config: WriterConfig,
+    metrics: Arc<Metrics>,
+) {
+    let mut written = Written::new();
+    let mut resources = ResourceWriter::new(client.clone(), &config);
+    let mut retry_at: Option<Instant> = None;
+    loop {
+        let retry = retry_at.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        tokio::select! {
+            changed = jobs.changed() => if changed.is_err() { return },
+            changed = leader.changed() => if changed.is_err() { return },
+            _ = sleep_until(retry), if retry_at.is_some() => {}
+        }
+        retry_at = None;
+        if !*leader.borrow_and_update() {
+            // A new leader starts from what is live, not from our memory.
+            written.clear();
+            resources.forget();
+            continue;
+        }
+        let Some(job) = jobs.borrow_and_update().clone() else {
+            continue;
+        };
+        let mut failed = pass(&client, &job, &config, &metrics, &mut written).await;
+        failed += resources.apply(&job, &metrics).await;
+        if failed > 0 {
+            retry_at = Some(Instant::now() + config.retry_after);
+        }
+    }
+}
+
+/// One pass over every status; returns how many writes failed.
+async fn pass(
+    client: &Client,
+    job: &StatusJob,
+    config: &WriterConfig,
+    metrics: &Metrics,
+    written: &mut Written,
+) -> usize {
+    let snapshot = &job.snapshot;
+    let mut writes: Vec<Write> = Vec::new();
+    for (key, desired) in &job.statuses.gateway_classes {
+        let Some(live) = snapshot.gateway_classes.get(key) else {
+            continue;
+        };
+        let merged = merge_gateway_class(live.status.as_ref(), desired.clone());
+        if should_write(
+            "GatewayClass",
+            key,
+            &live.metadata.resource_version,
+            live.status.as_ref(),
+            &merged,
+            metrics,
+            written,
+        ) {
+            let mut object = GatewayClass::clone(live);
+            object.status = Some(merged);
+            writes.push(replace_status(Api::all(client.clone()), object, config));
+        }
+    }
+    for (key, desired) in &job.statuses.gateways {
+        let Some(live) = snapshot.gateways.get(key) else {
+            continue;
+        };
+        let merged = merge_gateway(live.status.as_ref(), desired.clone());
+        if should_write(
+            "Gateway",
+            key,
+            &live.metadata.resource_version,
+            live.status.as_ref(),
+            &merged,
+            metrics,
+            written,
+        ) {
+            let mut object = Gateway::clone(live);
+            object.status = Some(merged);
+            writes.push(replace_status(
+                Api::namespaced(client.clone(), &key.namespace),
+                object,
+                config,
+            ));
+        }
+    }
+    for (key, desired) in &job.statuses.http_routes {
+        let Some(live) = snapshot.http_routes.get(key) else {
+            continue;
+        };
+        let merged = merge_http_route(
+            live.status.as_ref(),
+            desired.clone(),
+            &config.controller_name,
+        );
+        if should_write(
+            "HTTPRoute",
+            key,
+            &live.metadata.resource_version,
+            live.status.as_ref(),
+            &merged,
+            metrics,
+            written,
+        ) {
+            let mut object = HttpRoute::clone(live);
+            object.status = Some(merged);
+            writes.push(replace_status(
+                Api::namespaced(client.clone(), &key.namespace),
+                object,
+                config,
+            ));
+        }
+    }
+    let limit = config.write_timeout;
+    let mut bounded_writes: Vec<Bounded> = Vec::with_capacity(writes.len());
+    for write in writes {
+        bounded_writes.push(Box::pin(bounded(write, limit)));
+    }
+    let results: Vec<Result<(), String>> = futures::stream::iter(bounded_writes)
+        .buffer_unordered(config.concurrency.max(1))
+        .collect()
+        .await;
+    let mut failed = 0;
+    for result in results {
+        match result {
+            Ok(()) => Metrics::add(&metrics.status_writes),
+            Err(error) => {
+                failed += 1;
+                if error.contains("409") || error.contains("onflict") {
+                    Metrics::add(&metrics.status_write_conflicts);
+                } else {
+                    tracing::warn!(%error, "status write failed; retrying on the next pass");
+                }
+                Metrics::add(&metrics.status_write_errors);
+            }
+        }
+    }
+    if failed > 0 {
+        // We cannot tell which writes failed from here: forget them all,
+        // so the next pass compares against the live objects again.
+        written.clear();
+    }
+    failed
+}
+
+fn should_write<T: serde::Serialize>(
+    kind: &'static str,
+    key: &ObjectKey,
+    resource_version: &Option<String>,
+    live: Option<&T>,
+    merged: &T,
+    metrics: &Metrics,
+    written: &mut Written,
+) -> bool {
+    if same_ignoring_times(live, merged) {
+        Metrics::add(&metrics.status_writes_skipped);
+        return false;
+    }
+    let value = serde_json::to_value(merged).unwrap_or(Value::Null);
+    let id = (kind, key.clone());
+    if written.get(&id) == Some(&(resource_version.clone(), value.clone())) {
+        return false; // already written; waiting for the watch to catch up
+    }
+    written.insert(id, (resource_version.clone(), value));
+    true
+}
+
+fn replace_status<K>(api: Api<K>, object: K, config: &WriterConfig) -> Write
+where
+    K: kube::Resource
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let params = PostParams {
+        field_manager: Some(config.field_manager.clone()),
+        ..PostParams::default()
+    };
+    Box::pin(async move {
+        let name = object.meta().name.clone().unwrap_or_default();
+        api.replace_status(&name, &params, &object).await.map(drop)
+    })
+}
