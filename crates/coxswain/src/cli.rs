@@ -33,6 +33,12 @@ pub enum Command {
     /// Run a test backend that answers every request with a JSON
     /// description of what it received.
     Echo(EchoArgs),
+    /// Run as a Kubernetes controller: watch the API server, serve the
+    /// Gateways of our classes, write their status (when leading).
+    Controller(crate::controller::ControllerArgs),
+    /// Print Coxswain's CustomResourceDefinitions (YAML) generated from
+    /// the Rust types.
+    Crds,
 }
 
 #[derive(Debug, clap::Args)]

@@ -4,6 +4,8 @@ mod admin;
 mod check;
 mod cli;
 mod conditions;
+mod controller;
+mod crds_cmd;
 mod duration;
 mod echo;
 mod http_server;
@@ -28,6 +30,8 @@ fn main() -> ExitCode {
         cli::Command::Check(args) => check::check(&args),
         cli::Command::Run(args) => with_runtime(run::run(args)),
         cli::Command::Echo(args) => with_runtime(echo::serve_forever(args)),
+        cli::Command::Controller(args) => with_runtime(controller::run(args)),
+        cli::Command::Crds => crds_cmd::print(),
     }
 }
 

@@ -1,0 +1,163 @@
+//! `coxswain controller`: the Kubernetes provider feeding the same
+//! translator and in-process proxy as `run`, with the same admin endpoint.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use coxswain_provider_k8s::{
+    AddressMode, AddressPool, Client, ControllerConfig, Dataplane, LeaseConfig, Metrics, Timing,
+};
+use coxswain_proxy::{Proxy, ProxyOptions};
+use coxswain_translate::Output;
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::admin::{Admin, ReloadOutcome, ReloadState};
+use crate::duration::parse_duration;
+
+#[derive(Debug, clap::Args)]
+pub struct ControllerArgs {
+    /// GatewayClasses with this spec.controllerName are served.
+    #[arg(long, default_value = coxswain_translate::DEFAULT_CONTROLLER_NAME, value_name = "NAME")]
+    pub controller_name: String,
+    /// Serve only the GatewayClass of this name (default: every class of ours).
+    #[arg(long, value_name = "NAME")]
+    pub gateway_class_name: Option<String>,
+    /// Give each Gateway its own address from this CIDR and bind its
+    /// listeners there (bare metal, local clusters). Without it each
+    /// Gateway gets a LoadBalancer Service `<gateway>-coxswain`.
+    #[arg(long, value_name = "CIDR")]
+    pub gateway_address_pool: Option<AddressPool>,
+    /// Labels of the proxy pods, for the Gateway Services' selector.
+    #[arg(long, default_value = "app.kubernetes.io/name=coxswain", value_name = "KEY=VALUE", value_parser = parse_selector)]
+    pub proxy_selector: Vec<(String, String)>,
+    /// Address listeners bind to when a Gateway has no assigned address.
+    #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
+    pub bind_address: IpAddr,
+    /// Admin endpoint: /healthz, /readyz, /config, /status, /metrics.
+    #[arg(long, default_value = "127.0.0.1:9901", value_name = "ADDR")]
+    pub admin_address: SocketAddr,
+    /// Namespace of the leader-election Lease (default: $POD_NAMESPACE,
+    /// else the kubeconfig's namespace).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub leader_lease_namespace: Option<String>,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = "coxswain-controller", value_name = "NAME")]
+    pub leader_lease_name: String,
+    /// How long in-flight requests may finish after SIGTERM.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    pub drain_timeout: Duration,
+}
+
+fn parse_selector(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+        _ => Err(format!("{text:?} is not KEY=VALUE")),
+    }
+}
+
+/// Applies each translation to the proxy and records it for the admin endpoint.
+struct ProxyDataplane {
+    proxy: Proxy,
+    state: Arc<ReloadState>,
+}
+
+impl Dataplane for ProxyDataplane {
+    async fn apply(&self, output: &Output, timing: Timing) {
+        let mut serving = true;
+        if timing.ir_changed {
+            let report = self.proxy.apply(Arc::new(output.ir.clone())).await;
+            for (address, error) in &report.failed {
+                tracing::error!(%address, %error, "cannot bind listener");
+            }
+            serving = report.failed.is_empty();
+            tracing::info!(
+                listeners = report.bound.len(),
+                translate_ms = timing.translate.as_secs_f64() * 1e3,
+                since_change_ms = timing.first_change.elapsed().as_secs_f64() * 1e3,
+                "config applied"
+            );
+        }
+        self.state.record(ReloadOutcome {
+            load_errors: 0,
+            translate: timing.translate,
+            serving,
+            statuses: Arc::new(output.statuses.clone()),
+        });
+    }
+}
+
+pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
+    let client = Client::try_default()
+        .await
+        .context("cannot reach Kubernetes (KUBECONFIG or in-cluster config)")?;
+    let proxy = Proxy::new(ProxyOptions {
+        drain_timeout: args.drain_timeout,
+        ..ProxyOptions::default()
+    });
+    let state = Arc::new(ReloadState::default());
+    let admin_listener = TcpListener::bind(args.admin_address)
+        .await
+        .with_context(|| format!("cannot listen on admin address {}", args.admin_address))?;
+    tracing::info!(address = %args.admin_address, "admin listening");
+    let admin = Admin {
+        proxy: proxy.clone(),
+        state: state.clone(),
+    };
+    tokio::spawn(admin.serve(admin_listener));
+
+    let lease_namespace = args
+        .leader_lease_namespace
+        .clone()
+        .or_else(|| {
+            std::env::var("POD_NAMESPACE")
+                .ok()
+                .filter(|n| !n.is_empty())
+        })
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    let addresses = match args.gateway_address_pool {
+        Some(pool) => AddressMode::Pool(pool),
+        None => AddressMode::LoadBalancer {
+            proxy_selector: args
+                .proxy_selector
+                .iter()
+                .cloned()
+                .collect::<BTreeMap<_, _>>(),
+        },
+    };
+    let config = ControllerConfig {
+        controller_name: args.controller_name.clone(),
+        gateway_class_name: args.gateway_class_name.clone(),
+        default_address: args.bind_address,
+        addresses,
+        lease: LeaseConfig {
+            namespace: lease_namespace,
+            name: args.leader_lease_name.clone(),
+            identity: coxswain_provider_k8s::default_identity(),
+        },
+    };
+    tracing::info!(lease = ?config.lease, addresses = ?config.addresses, "controller starting");
+    let metrics = Arc::new(Metrics::default());
+    let dataplane = ProxyDataplane {
+        proxy: proxy.clone(),
+        state,
+    };
+    let controller = tokio::spawn(coxswain_provider_k8s::run(
+        client, config, dataplane, metrics,
+    ));
+
+    let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = interrupt.recv() => {}
+    }
+    controller.abort();
+    tracing::info!(drain_timeout = ?args.drain_timeout, "shutting down: draining in-flight requests");
+    proxy.shutdown().await;
+    tracing::info!("shutdown complete");
+    Ok(())
+}
