@@ -145,8 +145,12 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         proxy: proxy.clone(),
         state,
     };
+    let lease = config.lease.clone();
     let controller = tokio::spawn(coxswain_provider_k8s::run(
-        client, config, dataplane, metrics,
+        client.clone(),
+        config,
+        dataplane,
+        metrics,
     ));
 
     let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
@@ -156,6 +160,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         _ = interrupt.recv() => {}
     }
     controller.abort();
+    // Stop writing status first, then let another replica lead right away.
+    let _ = controller.await;
+    coxswain_provider_k8s::release(client, &lease).await;
     tracing::info!(drain_timeout = ?args.drain_timeout, "shutting down: draining in-flight requests");
     proxy.shutdown().await;
     tracing::info!("shutdown complete");

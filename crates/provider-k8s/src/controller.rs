@@ -12,6 +12,7 @@ use coxswain_api::k8s_openapi::jiff::Timestamp;
 use coxswain_translate::{Options, Output, translate_with_addresses};
 use kube::Client;
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::address_pool::allocate;
@@ -61,10 +62,18 @@ pub async fn run<D: Dataplane>(
     metrics: Arc<Metrics>,
 ) {
     let (changes_tx, mut changes) = mpsc::unbounded_channel();
+    // Every task lives in these sets: dropping this future stops them all
+    // (no status writes or Lease renewals after shutdown).
     let _watchers = crate::watch::spawn_all(&client, changes_tx);
-    let leading = leader::spawn(client.clone(), config.lease.clone(), metrics.clone());
+    let mut tasks = JoinSet::new();
+    let leading = leader::spawn(
+        &mut tasks,
+        client.clone(),
+        config.lease.clone(),
+        metrics.clone(),
+    );
     let (jobs_tx, jobs) = watch::channel(None);
-    tokio::spawn(writer::run(
+    tasks.spawn(writer::run(
         client.clone(),
         jobs,
         leading,

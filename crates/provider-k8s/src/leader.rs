@@ -12,9 +12,10 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep_until, timeout};
 
-use crate::lease::{Leadership, RENEW_PERIOD, decide, next_spec};
+use crate::lease::{Leadership, RENEW_PERIOD, decide, next_spec, released};
 use crate::metrics::Metrics;
 
 #[derive(Clone, Debug)]
@@ -38,10 +39,16 @@ pub fn default_identity() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// Starts the Lease loop; the receiver says whether we lead right now.
-pub fn spawn(client: Client, config: LeaseConfig, metrics: Arc<Metrics>) -> watch::Receiver<bool> {
+/// Starts the Lease loop on `tasks` (so it stops when they are dropped);
+/// the receiver says whether we lead right now.
+pub fn spawn(
+    tasks: &mut JoinSet<()>,
+    client: Client,
+    config: LeaseConfig,
+    metrics: Arc<Metrics>,
+) -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         let api: Api<Lease> = Api::namespaced(client, &config.namespace);
         let mut leadership = Leadership::default();
         let mut ticker = interval(RENEW_PERIOD);
@@ -115,5 +122,29 @@ async fn try_hold(api: &Api<Lease>, config: &LeaseConfig) -> Result<bool, kube::
         Ok(_) => Ok(true),
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
         Err(error) => Err(error),
+    }
+}
+
+/// Hands the Lease back if we hold it (graceful shutdown). Best effort:
+/// a conflict or error just leaves it to expire.
+pub async fn release(client: Client, config: &LeaseConfig) {
+    let api: Api<Lease> = Api::namespaced(client, &config.namespace);
+    let attempt = async {
+        let Some(mut lease) = api.get_opt(&config.name).await? else {
+            return Ok::<bool, kube::Error>(false);
+        };
+        let Some(spec) = released(lease.spec.as_ref(), &config.identity) else {
+            return Ok(false);
+        };
+        lease.spec = Some(spec);
+        api.replace(&config.name, &PostParams::default(), &lease)
+            .await?;
+        Ok(true)
+    };
+    match timeout(RENEW_PERIOD / 2, attempt).await {
+        Ok(Ok(true)) => tracing::info!(identity = %config.identity, "lease released"),
+        Ok(Ok(false)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "cannot release the lease"),
+        Err(_) => tracing::warn!("releasing the lease timed out"),
     }
 }

@@ -86,6 +86,20 @@ pub fn next_spec(
     }
 }
 
+/// The spec that hands the Lease back on shutdown, so another replica can
+/// take over at its next try instead of waiting for expiry; `None` when
+/// we do not hold it.
+pub fn released(current: Option<&LeaseSpec>, me: &str) -> Option<LeaseSpec> {
+    let spec = current?;
+    if spec.holder_identity.as_deref() != Some(me) {
+        return None;
+    }
+    Some(LeaseSpec {
+        holder_identity: None,
+        ..spec.clone()
+    })
+}
+
 /// Our own view of leadership: we lead until the Lease we last wrote
 /// successfully expires, minus a margin for clock skew, so two replicas
 /// never believe they lead at once.

@@ -105,3 +105,13 @@ async fn leadership_lapses_before_the_lease_expires() {
     leadership.lost();
     assert!(!leadership.is_leader(start));
 }
+
+#[test]
+fn release_only_what_we_hold() {
+    let ours = held_by("me", 5);
+    let spec = released(Some(&ours), "me").unwrap();
+    assert_eq!(spec.holder_identity, None);
+    assert_eq!(decide(Some(&spec), "other", at(6)), Action::TakeOver);
+    assert_eq!(released(Some(&held_by("other", 5)), "me"), None);
+    assert_eq!(released(None, "me"), None);
+}

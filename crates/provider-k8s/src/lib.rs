@@ -20,7 +20,7 @@ mod watch;
 pub use address_pool::AddressPool;
 pub use addresses::AddressMode;
 pub use controller::{ControllerConfig, Dataplane, Timing, run, translate_store};
-pub use leader::{LeaseConfig, default_identity};
+pub use leader::{LeaseConfig, default_identity, release};
 pub use metrics::Metrics;
 
 /// Re-exported so the binary builds a client without naming kube itself.
