@@ -148,3 +148,7 @@ pub fn translate_store(
     job.snapshot = Arc::new(view);
     (output, job)
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;
