@@ -141,14 +141,15 @@ measure() {
         "proxy CPU $cpu_s s" >&2
 }
 
-# nginx is the reference for the ratios: always measured, and first.
+# nginx is the reference for the ratios: always measured, and first. Builds
+# and installs happen before any measurement so every proxy sees the same
+# machine.
 ORDER=nginx
 for proxy in $PROXIES; do
-    if [ "$proxy" != nginx ]; then ORDER+=" $proxy"; fi
+    if [ "$proxy" != nginx ] && proxy_available "$proxy"; then ORDER+=" $proxy"; fi
 done
 
 for proxy in $ORDER; do
-    if ! proxy_available "$proxy"; then continue; fi
     echo "== $proxy" >&2
     PROXY_PID="" H1_URL="" H2C_URL=""
     if ! "start_$proxy" || ! WATCH_PID=$PROXY_PID wait_http "$H1_URL" 60 ||
