@@ -114,6 +114,10 @@ impl Counter {
 
 def main():
     emit("pass-workspace", base(), "pass", GOOD_SRC)
+    emit("pass-proxy-mutex-justified", base(), "pass",
+         "//! Fixture: a lock the author showed is off the request path.\n"
+         "use std::sync::Mutex; // lock-ok: taken only when a listener is removed\n\n"
+         "pub static DRAINING: Mutex<Vec<u64>> = Mutex::new(Vec::new());\n")
     emit("pass-dev-dependency-only",
          with_dep("coxswain-proxy", dep("coxswain-translate", kind="dev")), "pass")
     emit("fail-ir-internal-dep", with_dep("coxswain-ir", dep("coxswain-api")),

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError}; // lock-ok: held only for a map lookup or insert, never across an await or I/O
 use std::time::Duration;
 
 use http::{Request, Response};

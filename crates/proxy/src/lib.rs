@@ -15,7 +15,7 @@ mod upstream;
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: the draining list is touched only by apply() and shutdown()
 use std::time::Duration;
 
 use arc_swap::ArcSwap;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: taken at config compile time and for rare status codes outside the per-route atomic slots
 use std::time::Duration;
 
 /// Histogram bucket upper bounds in seconds.
