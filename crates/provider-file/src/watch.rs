@@ -18,6 +18,10 @@ use crate::provider::{FileProvider, Loaded};
 
 /// Quiet time that ends a burst of events.
 const QUIET: Duration = Duration::from_millis(5);
+/// Quiet time after a write was completed (file closed or renamed into
+/// place): anything still coming is part of the same save only if it follows
+/// immediately.
+const QUIET_AFTER_COMPLETE: Duration = Duration::from_micros(500);
 /// A burst never delays a reload longer than this.
 const MAX_BURST: Duration = Duration::from_millis(50);
 
@@ -82,6 +86,7 @@ fn watch_loop(
             files: deferred.clone(),
             writing: std::mem::take(&mut deferred),
             rescan: false,
+            completed: false,
         };
         let roots = Roots {
             absolute,
@@ -89,7 +94,12 @@ fn watch_loop(
         };
         burst.add(&roots, first);
         while first_event.elapsed() < MAX_BURST {
-            match events.recv_timeout(QUIET) {
+            let quiet = if burst.completed && burst.writing.is_empty() {
+                QUIET_AFTER_COMPLETE
+            } else {
+                QUIET
+            };
+            match events.recv_timeout(quiet) {
                 Ok(event) => burst.add(&roots, event),
                 // A file still open for writing would be read half-written;
                 // wait for its close (bounded by MAX_BURST).
@@ -150,6 +160,9 @@ struct Burst {
     writing: BTreeSet<PathBuf>,
     /// Directories came or went, or the OS dropped events: read everything.
     rescan: bool,
+    /// The latest event finished a write (close after write, rename into
+    /// place, removal), so the burst can end sooner.
+    completed: bool,
 }
 
 impl Burst {
@@ -189,6 +202,7 @@ impl Burst {
             event.kind,
             EventKind::Create(CreateKind::File) | EventKind::Modify(ModifyKind::Data(_))
         );
+        self.completed = closed;
         for path in event.paths {
             let path = roots.user_path(&path);
             if under_hidden_dir(roots.given, &path) {
