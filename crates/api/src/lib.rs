@@ -5,6 +5,17 @@
 //! Gateway API types come from the `gateway-api` crate (kube-rs project,
 //! generated from the upstream CRDs); core types from `k8s-openapi`.
 
+// Input (files, API objects, requests) must never panic the gateway.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
 mod key;
 mod snapshot;
 

@@ -1,5 +1,16 @@
 //! The `coxswain` binary: thin wiring of provider, translator and proxy.
 
+// Input (files, API objects, requests) must never panic the gateway.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
 mod admin;
 mod check;
 mod cli;

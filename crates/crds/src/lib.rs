@@ -4,6 +4,17 @@
 //! YAML in `deploy/crds/` is generated from them by `coxswain crds` and a
 //! test fails when the checked-in files drift.
 
+// Input (files, API objects, requests) must never panic the gateway.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
 mod backend_policy;
 mod gateway_parameters;
 

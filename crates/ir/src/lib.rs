@@ -8,6 +8,17 @@
 //! index); the proxy stable-sorts matches by [`MatchSpecificity`] so that order
 //! decides only among equally specific matches.
 
+// Input (files, API objects, requests) must never panic the gateway.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
 mod cluster;
 mod filter;
 mod hostname;
@@ -49,6 +60,6 @@ impl Config {
         self.clusters
             .binary_search_by(|c| c.name.as_str().cmp(name))
             .ok()
-            .map(|i| &self.clusters[i])
+            .and_then(|i| self.clusters.get(i))
     }
 }

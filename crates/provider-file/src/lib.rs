@@ -3,6 +3,17 @@
 //! file that stops parsing keeps its last good version in the snapshot, and
 //! [`Watcher`] re-reads only the files that changed.
 
+// Input (files, API objects, requests) must never panic the gateway.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
 mod documents;
 mod error;
 mod files;

@@ -4,6 +4,17 @@
 //! Lease) writes status and per-Gateway Services. Never depends on the
 //! proxy: the binary plugs it in through [`Dataplane`].
 
+// Input (files, API objects, requests) must never panic the gateway.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
 pub mod address_pool;
 pub mod addresses;
 mod coalesce;

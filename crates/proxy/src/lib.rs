@@ -2,6 +2,17 @@
 //! compiles it into lookup tables off the hot path and swaps them in
 //! atomically. Depends on the IR only — never on Gateway API types or kube.
 
+// Input (files, API objects, requests) must never panic the gateway.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
 mod forward;
 mod h2c_pool;
 mod handler;

@@ -3,6 +3,17 @@
 //! Synchronous and deterministic: no I/O, no tokio, no clock (the timestamp
 //! for new conditions is injected through [`Options::now`]).
 
+// Input (files, API objects, requests) must never panic the gateway.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
 mod conditions;
 mod duration;
 mod endpoints;

@@ -71,7 +71,9 @@ impl PathIndex {
                 CompiledPath::Regex(_) => index.regex.push(pos),
                 CompiledPath::Prefix(p) => {
                     let node = index.insert_prefix(p);
-                    index.trie[node].entries.push(pos);
+                    if let Some(node) = index.trie.get_mut(node) {
+                        node.entries.push(pos);
+                    }
                 }
             }
         }
@@ -81,15 +83,21 @@ impl PathIndex {
     fn insert_prefix(&mut self, prefix: &str) -> usize {
         let mut node = 0usize;
         for seg in segments(prefix) {
-            node = match self.trie[node].children.get(seg) {
-                Some(&child) => child as usize,
+            let existing = self
+                .trie
+                .get(node)
+                .and_then(|n| n.children.get(seg).copied());
+            node = match existing {
+                Some(child) => child as usize,
                 None => {
                     let child = self.trie.len();
                     self.trie.push(TrieNode {
                         parent: node as u32,
                         ..TrieNode::default()
                     });
-                    self.trie[node].children.insert(seg.into(), child as u32);
+                    if let Some(parent) = self.trie.get_mut(node) {
+                        parent.children.insert(seg.into(), child as u32);
+                    }
                     child
                 }
             };
