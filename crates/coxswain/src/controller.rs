@@ -103,9 +103,12 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on admin address {}", args.admin_address))?;
     tracing::info!(address = %args.admin_address, "admin listening");
+    let metrics = Arc::new(Metrics::default());
+    let rendered = metrics.clone();
     let admin = Admin {
         proxy: proxy.clone(),
         state: state.clone(),
+        extra_metrics: Some(Arc::new(move |out: &mut String| rendered.render(out))),
     };
     tokio::spawn(admin.serve(admin_listener));
 
@@ -140,7 +143,6 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         },
     };
     tracing::info!(lease = ?config.lease, addresses = ?config.addresses, "controller starting");
-    let metrics = Arc::new(Metrics::default());
     let dataplane = ProxyDataplane {
         proxy: proxy.clone(),
         state,

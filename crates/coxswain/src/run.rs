@@ -37,6 +37,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let admin = Admin {
         proxy: proxy.clone(),
         state: state.clone(),
+        extra_metrics: None,
     };
     tokio::spawn(admin.serve(admin_listener));
     if let Some(address) = args.echo {

@@ -17,10 +17,15 @@ const JSON: &str = "application/json";
 const TEXT: &str = "text/plain; charset=utf-8";
 const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// Renders metrics owned by something other than the proxy or the reload
+/// state (the Kubernetes controller's counters).
+pub type MetricsRenderer = Arc<dyn Fn(&mut String) + Send + Sync>;
+
 #[derive(Clone)]
 pub struct Admin {
     pub proxy: Proxy,
     pub state: Arc<ReloadState>,
+    pub extra_metrics: Option<MetricsRenderer>,
 }
 
 impl Admin {
@@ -47,6 +52,9 @@ impl Admin {
                 let mut out = String::new();
                 self.proxy.render_metrics(&mut out);
                 self.state.render_metrics(&mut out);
+                if let Some(render) = &self.extra_metrics {
+                    render(&mut out);
+                }
                 respond(200, PROMETHEUS, out)
             }
             _ => respond(404, TEXT, "not found\n"),
