@@ -60,9 +60,11 @@ ADMIN_ADDRESS="127.0.0.1:9902"
 CARGO_PROFILE="${COXSWAIN_CONFORMANCE_CARGO_PROFILE:-release}"
 TARGET="${CARGO_TARGET_DIR:-$repo/target}"
 case "$CARGO_PROFILE" in dev) OUT="$TARGET/debug" ;; *) OUT="$TARGET/$CARGO_PROFILE" ;; esac
-BIN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/coxswain/bin"
-ECHO_BASIC="$BIN_CACHE/echo-basic-conformance"
-DNS_STAND_IN="$BIN_CACHE/coxswain-dns-stand-in"   # for the base manifests' coredns image
+# Binaries the fakelet runs for images. Not under /root: the suite's coredns
+# pod mounts a ConfigMap over /root, which would hide them from its process.
+POD_BIN="$RUN/bin"
+ECHO_BASIC="$POD_BIN/echo-basic"
+DNS_STAND_IN="$POD_BIN/dns-stand-in"   # for the base manifests' coredns image
 
 log() { printf '[conformance] %s\n' "$*" >&2; }
 die() { printf '[conformance] error: %s\n' "$*" >&2; exit 1; }
@@ -106,7 +108,7 @@ build() {
   (cd "$repo" && cargo build --quiet --profile "$CARGO_PROFILE" -p coxswain -p coxswain-fakelet)
   # echo-basic from the suite's own module, so the backends and the tests
   # always come from one Gateway API release.
-  mkdir -p "$BIN_CACHE"
+  mkdir -p "$POD_BIN"
   (cd "$repo/tools/conformance" && CGO_ENABLED=0 go build -trimpath -o "$ECHO_BASIC" sigs.k8s.io/gateway-api/conformance/echo-basic)
   (cd "$repo/tools/conformance" && CGO_ENABLED=0 go build -o "$DNS_STAND_IN" ./dns-stand-in)
   log "checking claimed features against the Rust list and Gateway API versions (no cluster needed)"

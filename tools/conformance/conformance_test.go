@@ -99,7 +99,11 @@ func TestConformance(t *testing.T) {
 		} else {
 			t.Logf("upstream report not readable: %v", err)
 		}
-		summary := filepath.Join(dir, base+".md")
+		summary, err := filepath.Abs(filepath.Join(dir, base+".md"))
+		if err != nil {
+			t.Errorf("summary path: %v", err)
+			return
+		}
 		if err := os.WriteFile(summary, []byte(RenderSummary(info, recorder.Records())), 0o644); err != nil {
 			t.Errorf("writing summary: %v", err)
 			return
