@@ -5,6 +5,7 @@
 //! (never skips) when the machine cannot run it. See docs/kubernetes.md.
 
 mod fixtures;
+mod scenarios_chart;
 mod scenarios_routes;
 mod scenarios_status;
 mod scenarios_traffic;
@@ -50,6 +51,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "chart_rbac_is_enough_and_least",
         scenarios_status::chart_rbac_is_enough_and_least,
+    ),
+    (
+        "chart_deployment_pod_ready",
+        scenarios_chart::chart_deployment_pod_ready,
     ),
 ];
 
