@@ -6,6 +6,7 @@
 
 mod fixtures;
 mod scenarios_chart;
+mod scenarios_rbac;
 mod scenarios_routes;
 mod scenarios_status;
 mod scenarios_traffic;
@@ -50,7 +51,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ),
     (
         "chart_rbac_is_enough_and_least",
-        scenarios_status::chart_rbac_is_enough_and_least,
+        scenarios_rbac::chart_rbac_is_enough_and_least,
     ),
     (
         "chart_deployment_pod_ready",
