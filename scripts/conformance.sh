@@ -132,7 +132,8 @@ wait_until() {
   pid="$(cat "$RUN/$name.pid")"
   until "$@" >/dev/null 2>&1; do
     if ! pid_alive "$pid" || [ "$SECONDS" -ge "$deadline" ]; then
-      log "$what: not reached after $((limit - deadline + SECONDS))s; last lines of $RUN/$name.log:"
+      if pid_alive "$pid"; then log "$what: not reached after ${limit}s"; else log "$what: $name exited"; fi
+      log "last lines of $RUN/$name.log:"
       tail -n 40 "$RUN/$name.log" >&2 || true
       exit 1
     fi
