@@ -63,8 +63,7 @@ impl Cluster {
             }
             std::fs::write(claim.join("pid"), std::process::id().to_string())?;
             let run_dir = root.join(format!("run-{octet}"));
-            let _ = std::fs::remove_dir_all(&run_dir);
-            std::fs::create_dir_all(&run_dir)?;
+            reset_run_dir(&run_dir)?;
             let kubeconfig = run_dir.join("cluster/kubeconfig");
             return Ok(Self {
                 repo: repo.to_path_buf(),
@@ -149,8 +148,7 @@ fn clean_stale(repo: &Path, root: &Path) {
             continue;
         };
         let pid = std::fs::read_to_string(entry.path().join("pid")).unwrap_or_default();
-        let alive = !pid.trim().is_empty() && Path::new(&format!("/proc/{}", pid.trim())).exists();
-        if alive {
+        if process_alive(pid.trim()) {
             continue;
         }
         eprintln!(
@@ -158,7 +156,63 @@ fn clean_stale(repo: &Path, root: &Path) {
             pid.trim()
         );
         let run_dir = root.join(format!("run-{octet}"));
+        stop_stale_fakelet(&run_dir);
         let _ = cluster_sh(repo, &instance_env(&run_dir, octet), "down");
         let _ = std::fs::remove_dir_all(entry.path());
     }
+}
+
+/// A zombie (killed, not yet reaped by its parent) counts as gone.
+fn process_alive(pid: &str) -> bool {
+    if pid.is_empty() {
+        return false;
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "pid (comm) S ...": the state follows the last ')'.
+    let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+    !matches!(state.and_then(|s| s.chars().next()), Some('Z' | 'X') | None)
+}
+
+/// Empties a run directory but keeps the fakelet's state: its records of pod
+/// namespaces let the next fakelet remove what a killed one left.
+fn reset_run_dir(run_dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(run_dir)?;
+    for entry in std::fs::read_dir(run_dir)?.flatten() {
+        if entry.file_name() == "fakelet" {
+            continue;
+        }
+        let path = entry.path();
+        let _ = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+    }
+    Ok(())
+}
+
+/// SIGTERM to a fakelet a killed run left, so it removes its pods'
+/// namespaces (`cluster.sh down` would SIGKILL it). Only a process whose
+/// command line names this run's fakelet state dir is signalled.
+fn stop_stale_fakelet(run_dir: &Path) {
+    let Ok(pid) = std::fs::read_to_string(run_dir.join("fakelet.pid")) else {
+        return;
+    };
+    let pid = pid.trim();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let state_dir = run_dir.join("fakelet").display().to_string();
+    let ours = String::from_utf8_lossy(&cmdline).contains(&state_dir);
+    let Ok(raw) = pid.parse::<i32>() else { return };
+    if !ours || !process_alive(pid) {
+        return;
+    }
+    let pid_t = nix::unistd::Pid::from_raw(raw);
+    let _ = nix::sys::signal::kill(pid_t, nix::sys::signal::Signal::SIGTERM);
+    let _ = crate::poll::until(
+        "stale fakelet stopped",
+        std::time::Duration::from_secs(30),
+        || Ok((!process_alive(pid)).then_some(())),
+    );
 }

@@ -30,6 +30,8 @@ impl Background {
         let child = command
             .spawn()
             .with_context(|| format!("cannot start {name}: {command:?}"))?;
+        // For the next run's clean-up, should this one be killed outright.
+        std::fs::write(log.with_extension("pid"), child.id().to_string())?;
         Ok(Self {
             name: name.to_string(),
             log: log.to_path_buf(),
@@ -62,6 +64,7 @@ impl Background {
 
     /// SIGTERM, wait up to the grace period, then SIGKILL.
     pub fn stop(&mut self) {
+        let _ = std::fs::remove_file(self.log.with_extension("pid"));
         if matches!(self.child.try_wait(), Ok(Some(_))) {
             return;
         }
