@@ -193,7 +193,9 @@ impl PodRuntime {
             pod_ip: pod_ip.clone(),
             pod_ips: pod_ip.map(|ip| vec![PodIP { ip }]),
             start_time: Some(Time(self.start_time)),
-            qos_class: Some("BestEffort".to_string()),
+            // The API server computes qosClass at creation and refuses a
+            // different value; a merge patch that omits it keeps its own.
+            qos_class: None,
             ..Default::default()
         }
     }
