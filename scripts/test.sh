@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The test command: formatting, lints, architecture rules, then every test
-# (unit, translator golden files, proxy integration, end-to-end with curl).
+# The test command: formatting, lints, architecture rules, generated-file
+# drift, then every test — unit, translator golden files, proxy integration,
+# end-to-end with curl, and Kubernetes end-to-end on a real API server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-target}"
+mkdir -p "$target"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -13,7 +16,14 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== architecture rules"
 scripts/check-architecture.sh --self-test
 
+echo "== deploy/install.yaml and chart CRDs match their sources"
+scripts/render-install.sh --check
+
+echo "== one-time cached builds (Kubernetes binaries, echo-basic)"
+scripts/cluster.sh build
+tools/fakelet/build-echo-basic.sh
+
 echo "== cargo test"
-cargo test --workspace --locked 2>&1 | tee target/test-output.log
-passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' target/test-output.log | awk '{s+=$4} END {print s+0}')
+cargo test --workspace --locked 2>&1 | tee "$target/test-output.log"
+passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' "$target/test-output.log" | awk '{s+=$4} END {print s+0}')
 echo "workspace: ${passed} passed, 0 failed"
