@@ -148,6 +148,31 @@ gatewayclass_accepted() {
   [ "$(kubectl get gatewayclass coxswain -o jsonpath='{.status.conditions[?(@.type=="Accepted")].status}')" = True ]
 }
 
+# deploy/install.yaml as a user applies it (RBAC, CRDs, GatewayClass `coxswain`),
+# with its Deployment scaled to zero, and a kubeconfig holding a token of its
+# ServiceAccount.
+install_chart() {
+  kubectl apply -f "$repo/deploy/install.yaml" > "$RUN/install.log"
+  kubectl -n coxswain-system scale deployment/coxswain --replicas=0 >> "$RUN/install.log"
+  local token
+  token="$(kubectl -n coxswain-system create token coxswain --duration=3h)"
+  cat > "$RUN/coxswain-sa.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: conformance
+  cluster: {server: "$COXSWAIN_APISERVER", certificate-authority: "$COXSWAIN_CLUSTER_STATE/pki/ca.crt"}
+users:
+- name: coxswain
+  user: {token: "$token"}
+contexts:
+- name: coxswain
+  context: {cluster: conformance, user: coxswain, namespace: coxswain-system}
+current-context: coxswain
+EOF
+  chmod 600 "$RUN/coxswain-sa.kubeconfig"
+}
+
 bring_up() {
   local t=$SECONDS
   "$repo/scripts/cluster.sh" up > "$RUN/cluster-env.sh"
@@ -163,11 +188,22 @@ bring_up() {
     --state-dir "$RUN/fakelet"
   wait_until fakelet 60 "node $NODE_NAME Ready" node_ready
 
-  log "starting coxswain controller (Gateway addresses from $POOL)"
-  start controller env RUST_LOG="${RUST_LOG:-info}" "$OUT/coxswain" controller \
-    --gateway-address-pool "$POOL" \
-    --admin-address "$ADMIN_ADDRESS"
-  kubectl apply -f "$repo/tools/conformance/gatewayclass.yaml" >&2
+  install_chart
+  log "starting coxswain controller as the chart's ServiceAccount (Gateway addresses from $POOL)"
+  # The chart Deployment's arguments, plus the address pool; the fakelet cannot
+  # give pods in-cluster credentials, so the binary runs as a process with the
+  # ServiceAccount's token (same RBAC as in a cluster).
+  KUBECONFIG="$RUN/coxswain-sa.kubeconfig" start controller env RUST_LOG="${RUST_LOG:-info}" \
+    "$OUT/coxswain" controller \
+    --controller-name=coxswain-labs.dev/gateway-controller \
+    --gateway-class-name=coxswain \
+    --leader-lease-namespace=coxswain-system \
+    --leader-lease-name=coxswain-controller \
+    --drain-timeout=30s \
+    --proxy-selector=app.kubernetes.io/name=coxswain \
+    --proxy-selector=app.kubernetes.io/instance=coxswain \
+    --gateway-address-pool="$POOL" \
+    --admin-address="$ADMIN_ADDRESS"
   wait_until controller 120 "GatewayClass coxswain Accepted" gatewayclass_accepted
   log "control plane, fakelet and controller up in $((SECONDS - t))s"
 }
