@@ -233,7 +233,7 @@ func reportLocation(t *testing.T, opts suite.ConformanceOptions, started time.Ti
 	}
 	dir = *reportsDir
 	if dir == "" && opts.RunTest != "" {
-		dir = filepath.Join(os.TempDir(), "coxswain-conformance")
+		dir = filepath.Join(os.TempDir(), "coxswain-conformance-reports")
 		base += "-" + opts.RunTest
 	}
 	if dir == "" {
