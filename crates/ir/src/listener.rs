@@ -1,4 +1,5 @@
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -31,5 +32,8 @@ pub struct GatewayListener {
     pub name: String,
     /// `None` matches every Host.
     pub hostname: Option<Hostname>,
-    pub routes: Vec<Route>,
+    /// Shared so an unchanged route keeps its identity across configs: the
+    /// translator reuses it and the proxy skips recompiling it. Serialises
+    /// as a plain object.
+    pub routes: Vec<Arc<Route>>,
 }

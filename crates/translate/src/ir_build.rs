@@ -11,12 +11,12 @@ use coxswain_ir::{
 
 use crate::endpoints::SliceIndex;
 use crate::gateway::GatewayModel;
-use crate::route::{AttachedRoute, ClusterSpec};
+use crate::route::{ClusterSpec, ListenerRoutes};
 
 pub fn build_config(
     snapshot: &Snapshot,
     gateways: &BTreeMap<ObjectKey, GatewayModel>,
-    mut routes: BTreeMap<(ObjectKey, usize), Vec<AttachedRoute>>,
+    mut routes: ListenerRoutes,
     cluster_specs: &BTreeMap<String, ClusterSpec>,
 ) -> Config {
     let mut sockets: BTreeMap<(IpAddr, u16), Vec<GatewayListener>> = BTreeMap::new();
@@ -28,7 +28,10 @@ pub fn build_config(
             if !gw.listener_routable(l) {
                 continue;
             }
-            let mut attached = routes.remove(&(key.clone(), idx)).unwrap_or_default();
+            let mut attached = routes
+                .get_mut(key)
+                .and_then(|m| m.remove(&idx))
+                .unwrap_or_default();
             attached.sort_by_key(|a| a.order);
             let mut ir_routes: Vec<_> = attached.into_iter().map(|a| a.route).collect();
             for (i, address) in addresses.iter().enumerate() {

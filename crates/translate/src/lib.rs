@@ -21,6 +21,7 @@ mod features;
 mod gateway;
 mod gateway_class;
 mod ir_build;
+mod memo;
 mod output;
 mod reference_grant;
 mod route;
@@ -29,6 +30,7 @@ mod selector;
 pub use conditions::{ConditionType, Reason};
 pub use duration::parse_duration_ms;
 pub use features::SUPPORTED_FEATURES;
+pub use memo::Translator;
 pub use output::{Output, Statuses};
 
 use std::collections::BTreeMap;
@@ -68,9 +70,20 @@ pub fn translate_with_addresses(
     options: &Options,
     assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
 ) -> Output {
+    translate_memoised(snapshot, options, assigned, &mut route::RouteMemo::new())
+}
+
+/// The translation, reusing route outcomes from `memo` that are still valid
+/// for `snapshot` (see [`Translator`]).
+fn translate_memoised(
+    snapshot: &Snapshot,
+    options: &Options,
+    assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
+    memo: &mut route::RouteMemo,
+) -> Output {
     let classes = gateway_class::our_classes(snapshot, options);
     let mut gateways = gateway::build_gateways(snapshot, &classes, options, assigned);
-    let attachments = route::attach_routes(snapshot, &mut gateways, options);
+    let attachments = route::attach_routes(snapshot, &mut gateways, options, memo);
     let ir = ir_build::build_config(
         snapshot,
         &gateways,
@@ -90,3 +103,6 @@ pub fn translate_with_addresses(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod memo_tests;

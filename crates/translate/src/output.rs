@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use coxswain_api::ObjectKey;
 use coxswain_api::gateway_api::apis::standard::gatewayclasses::GatewayClassStatus;
@@ -18,7 +19,9 @@ pub struct Output {
 pub struct Statuses {
     pub gateway_classes: BTreeMap<ObjectKey, GatewayClassStatus>,
     pub gateways: BTreeMap<ObjectKey, GatewayStatus>,
-    pub http_routes: BTreeMap<ObjectKey, HttpRouteStatus>,
+    /// Shared with the translator's memo: an unchanged route's status is
+    /// not rebuilt.
+    pub http_routes: BTreeMap<ObjectKey, Arc<HttpRouteStatus>>,
 }
 
 impl Statuses {
@@ -28,7 +31,7 @@ impl Statuses {
         let value = match kind {
             "GatewayClass" => serde_json::to_value(self.gateway_classes.get(key)?),
             "Gateway" => serde_json::to_value(self.gateways.get(key)?),
-            "HTTPRoute" => serde_json::to_value(self.http_routes.get(key)?),
+            "HTTPRoute" => serde_json::to_value(self.http_routes.get(key)?.as_ref()),
             _ => return None,
         };
         value.ok()

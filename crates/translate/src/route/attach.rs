@@ -1,7 +1,8 @@
 //! Attaching routes to Gateway listeners: parentRefs, allowedRoutes,
 //! hostnames; and each parent's status entry.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use coxswain_api::gateway_api::apis::standard::httproutes::{
     HttpRouteParentRefs, HttpRouteStatus, HttpRouteStatusParents, HttpRouteStatusParentsParentRef,
@@ -23,87 +24,149 @@ pub struct AttachedRoute {
     /// (route rank, rule index): the rank orders routes oldest first, then
     /// by namespace/name.
     pub order: (usize, u32),
-    pub route: Route,
+    pub route: Arc<Route>,
 }
 
-/// Per (Gateway, listener index): the routes attached there.
-pub type ListenerRoutes = BTreeMap<(ObjectKey, usize), Vec<AttachedRoute>>;
+/// Per Gateway, per listener index: the routes attached there.
+pub type ListenerRoutes = BTreeMap<ObjectKey, BTreeMap<usize, Vec<AttachedRoute>>>;
 
 /// What attaching all routes produced.
 #[derive(Debug, Default)]
 pub struct Attachments {
     pub routes: ListenerRoutes,
-    pub statuses: BTreeMap<ObjectKey, HttpRouteStatus>,
+    pub statuses: BTreeMap<ObjectKey, Arc<HttpRouteStatus>>,
     /// Every Service port referenced by an attached route, by cluster name.
     pub clusters: BTreeMap<String, ClusterSpec>,
 }
 
+/// One HTTPRoute's translation. It depends on the route itself and on the
+/// rest of the world (Gateways, Services, grants, namespaces, options), but
+/// never on other routes, so it can be kept while neither changes.
+#[derive(Debug, Default)]
+pub struct RouteOutcome {
+    /// Listeners the route attached to, with its IR rules on each.
+    pub listeners: Vec<(ObjectKey, usize, Vec<Arc<Route>>)>,
+    /// `None` when no parentRef names a Gateway of ours.
+    pub status: Option<Arc<HttpRouteStatus>>,
+    /// Service ports referenced by the route's rules, when it attached.
+    pub clusters: Vec<ClusterSpec>,
+}
+
+/// Per-route outcomes kept between runs, with the route object each was
+/// computed from (compared by identity).
+pub type RouteMemo = HashMap<ObjectKey, (Arc<HttpRoute>, RouteOutcome)>;
+
 /// Attaches every HTTPRoute; updates listeners' attachedRoutes and returns
-/// IR routes per listener plus each route's status.
+/// IR routes per listener plus each route's status. Routes whose object is
+/// the one in `memo` reuse its outcome (the caller empties `memo` when
+/// anything else changed); the memo ends up holding exactly the current
+/// routes.
 pub fn attach_routes(
     snapshot: &Snapshot,
     gateways: &mut BTreeMap<ObjectKey, GatewayModel>,
     options: &Options,
+    memo: &mut RouteMemo,
 ) -> Attachments {
-    let mut out = Attachments::default();
     let lookup = Lookup::new(snapshot);
-    for (rank, (key, route)) in routes_in_precedence_order(snapshot).into_iter().enumerate() {
-        let compiled = compile_route(&lookup, key, route);
-        let mut parents = Vec::new();
-        // Listeners this route attached to, with effective hostnames.
-        let mut targets: Vec<(ObjectKey, usize, Vec<coxswain_ir::Hostname>)> = Vec::new();
-        for parent in route.spec.parent_refs.iter().flatten() {
-            let Some(outcome) = attach_parent(snapshot, gateways, &compiled, parent, &mut targets)
-            else {
-                continue;
-            };
-            parents.push(parent_status(&compiled, parent, outcome, options));
+    memo.retain(|key, _| snapshot.http_routes.contains_key(key));
+    for (key, route) in &snapshot.http_routes {
+        let fresh = memo
+            .get(key)
+            .is_some_and(|(seen, _)| Arc::ptr_eq(seen, route));
+        if !fresh {
+            let outcome = route_outcome(snapshot, gateways, options, &lookup, key, route);
+            memo.insert(key.clone(), (route.clone(), outcome));
         }
-        if !targets.is_empty() {
-            let specs = compiled.rules.iter().flat_map(|r| &r.backends);
-            for spec in specs.filter_map(|b| b.target.as_ref().ok()) {
-                if !out.clusters.contains_key(&spec.name) {
-                    out.clusters.insert(spec.name.clone(), spec.clone());
-                }
-            }
-        }
-        // The last listener takes the compiled rules; the others get copies.
-        let last = targets.pop();
-        for (gw_key, idx, hostnames) in targets {
-            let routes = compiled.ir_routes(&hostnames);
-            add_routes(&mut out, gateways, (gw_key, idx), rank, routes);
-        }
-        if let Some((gw_key, idx, hostnames)) = last {
-            let routes = compiled.into_ir_routes(&hostnames);
-            add_routes(&mut out, gateways, (gw_key, idx), rank, routes.into_iter());
-        }
-        if !parents.is_empty() {
-            out.statuses
-                .insert(key.clone(), HttpRouteStatus { parents });
+    }
+    let mut out = Attachments::default();
+    for (rank, (key, _)) in routes_in_precedence_order(snapshot).into_iter().enumerate() {
+        let Some((_, outcome)) = memo.get(key) else {
+            continue;
+        };
+        merge(&mut out, gateways, rank, outcome);
+        if let Some(status) = &outcome.status {
+            out.statuses.insert(key.clone(), status.clone());
         }
     }
     out
 }
 
-/// Records one route's IR rules on a listener and counts the attachment.
-fn add_routes(
+/// Adds one route's outcome: its rules on each listener, the listeners'
+/// attachedRoutes counts and the clusters it references.
+fn merge(
     out: &mut Attachments,
     gateways: &mut BTreeMap<ObjectKey, GatewayModel>,
-    listener: (ObjectKey, usize),
     rank: usize,
-    routes: impl Iterator<Item = Route>,
+    outcome: &RouteOutcome,
 ) {
-    if let Some(l) = gateways
-        .get_mut(&listener.0)
-        .and_then(|g| g.listeners.get_mut(listener.1))
-    {
-        l.attached_routes = l.attached_routes.saturating_add(1);
+    for (gw_key, idx, rules) in &outcome.listeners {
+        if let Some(l) = gateways
+            .get_mut(gw_key)
+            .and_then(|g| g.listeners.get_mut(*idx))
+        {
+            l.attached_routes = l.attached_routes.saturating_add(1);
+        }
+        let per_gateway = match out.routes.get_mut(gw_key) {
+            Some(m) => m,
+            None => out.routes.entry(gw_key.clone()).or_default(),
+        };
+        let list = per_gateway.entry(*idx).or_default();
+        list.extend(rules.iter().map(|route| AttachedRoute {
+            order: (rank, route.id.rule_index),
+            route: route.clone(),
+        }));
     }
-    let list = out.routes.entry(listener).or_default();
-    list.extend(routes.map(|route| AttachedRoute {
-        order: (rank, route.id.rule_index),
-        route,
-    }));
+    for spec in &outcome.clusters {
+        if !out.clusters.contains_key(&spec.name) {
+            out.clusters.insert(spec.name.clone(), spec.clone());
+        }
+    }
+}
+
+/// Translates one route against the (already built) Gateways.
+fn route_outcome(
+    snapshot: &Snapshot,
+    gateways: &BTreeMap<ObjectKey, GatewayModel>,
+    options: &Options,
+    lookup: &Lookup<'_>,
+    key: &ObjectKey,
+    route: &HttpRoute,
+) -> RouteOutcome {
+    let compiled = compile_route(lookup, key, route);
+    let mut parents = Vec::new();
+    // Listeners this route attached to, with effective hostnames.
+    let mut targets: Vec<(ObjectKey, usize, Vec<coxswain_ir::Hostname>)> = Vec::new();
+    for parent in route.spec.parent_refs.iter().flatten() {
+        let Some(outcome) = attach_parent(snapshot, gateways, &compiled, parent, &mut targets)
+        else {
+            continue;
+        };
+        parents.push(parent_status(&compiled, parent, outcome, options));
+    }
+    let mut out = RouteOutcome {
+        status: (!parents.is_empty()).then(|| Arc::new(HttpRouteStatus { parents })),
+        ..RouteOutcome::default()
+    };
+    if !targets.is_empty() {
+        let specs = compiled.rules.iter().flat_map(|r| &r.backends);
+        for spec in specs.filter_map(|b| b.target.as_ref().ok()) {
+            if !out.clusters.iter().any(|c| c.name == spec.name) {
+                out.clusters.push(spec.clone());
+            }
+        }
+    }
+    // The last listener takes the compiled rules; the others get copies.
+    let last = targets.pop();
+    for (gw_key, idx, hostnames) in targets {
+        let routes = compiled.ir_routes(&hostnames).map(Arc::new).collect();
+        out.listeners.push((gw_key, idx, routes));
+    }
+    if let Some((gw_key, idx, hostnames)) = last {
+        let routes = compiled.into_ir_routes(&hostnames);
+        out.listeners
+            .push((gw_key, idx, routes.into_iter().map(Arc::new).collect()));
+    }
+    out
 }
 
 /// Routes in the spec's tie-break order: creation timestamp (oldest

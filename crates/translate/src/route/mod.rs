@@ -7,7 +7,7 @@ mod hostnames;
 mod matches;
 mod rules;
 
-pub use attach::{AttachedRoute, attach_routes};
+pub use attach::{ListenerRoutes, RouteMemo, attach_routes};
 pub use backends::ClusterSpec;
 
 use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteRules;

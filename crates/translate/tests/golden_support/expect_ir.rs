@@ -46,7 +46,7 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
                     )
                 })?;
             let mut json = to_json(listener);
-            json["order"] = Value::String(join_ids(listener.routes.iter()));
+            json["order"] = Value::String(join_ids(listener.routes.iter().map(|r| r.as_ref())));
             json["ranking"] = Value::String(ranking(listener));
             check_fields(&json, rest, text)
         }
@@ -159,6 +159,7 @@ fn ranking(listener: &GatewayListener) -> String {
     let mut matches: Vec<(MatchSpecificity, &Route)> = listener
         .routes
         .iter()
+        .map(|r| r.as_ref())
         .flat_map(|r| r.matches.iter().map(move |m| (MatchSpecificity::of(m), r)))
         .collect();
     matches.sort_by(|a, b| a.0.cmp(&b.0));

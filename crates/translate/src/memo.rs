@@ -1,0 +1,106 @@
+//! [`Translator`]: the pure translation, remembering per-route results so a
+//! change to one HTTPRoute costs about one route's work.
+//!
+//! A route's outcome depends on the route object and on everything else a
+//! route reads (GatewayClasses, Gateways, Services, ReferenceGrants,
+//! Namespaces, the options and assigned addresses): the "world". Objects
+//! are compared by identity (`Arc::ptr_eq`): providers keep an unchanged
+//! object's `Arc`. If the world changed, every route is recomputed; if only
+//! routes changed, only those are. Gateways, statuses of Gateways and
+//! classes, and clusters are rebuilt on every run (they are few, or cheap).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use coxswain_api::{ObjectKey, Snapshot};
+
+use crate::route::RouteMemo;
+use crate::{AssignedAddresses, Options, Output};
+
+/// Translation with memory. Its output equals [`crate::translate_with_addresses`]
+/// on the same input, except that a route whose inputs did not change keeps
+/// the status (and so the `lastTransitionTime`) computed when they last did.
+#[derive(Default)]
+pub struct Translator {
+    world: Option<World>,
+    routes: RouteMemo,
+}
+
+impl Translator {
+    pub fn new() -> Self {
+        Translator::default()
+    }
+
+    /// Like [`crate::translate`].
+    pub fn translate(&mut self, snapshot: &Snapshot, options: &Options) -> Output {
+        self.translate_with_addresses(snapshot, options, &BTreeMap::new())
+    }
+
+    /// Like [`crate::translate_with_addresses`].
+    pub fn translate_with_addresses(
+        &mut self,
+        snapshot: &Snapshot,
+        options: &Options,
+        assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
+    ) -> Output {
+        let world = World::of(snapshot, options, assigned);
+        if self.world.as_ref().is_none_or(|w| !w.same_as(&world)) {
+            self.routes.clear();
+            self.world = Some(world);
+        }
+        crate::translate_memoised(snapshot, options, assigned, &mut self.routes)
+    }
+}
+
+/// Everything but the routes that a route's outcome reads.
+struct World {
+    controller_name: String,
+    default_address: IpAddr,
+    assigned: BTreeMap<ObjectKey, AssignedAddresses>,
+    /// The snapshot without routes, endpoints, secrets and config maps.
+    objects: Snapshot,
+}
+
+impl World {
+    fn of(
+        snapshot: &Snapshot,
+        options: &Options,
+        assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
+    ) -> World {
+        World {
+            controller_name: options.controller_name.clone(),
+            default_address: options.default_address,
+            assigned: assigned.clone(),
+            objects: Snapshot {
+                gateway_classes: snapshot.gateway_classes.clone(),
+                gateways: snapshot.gateways.clone(),
+                reference_grants: snapshot.reference_grants.clone(),
+                services: snapshot.services.clone(),
+                namespaces: snapshot.namespaces.clone(),
+                ..Snapshot::default()
+            },
+        }
+    }
+
+    fn same_as(&self, other: &World) -> bool {
+        let (a, b) = (&self.objects, &other.objects);
+        self.controller_name == other.controller_name
+            && self.default_address == other.default_address
+            && self.assigned == other.assigned
+            && same_objects(&a.gateway_classes, &b.gateway_classes)
+            && same_objects(&a.gateways, &b.gateways)
+            && same_objects(&a.reference_grants, &b.reference_grants)
+            && same_objects(&a.services, &b.services)
+            && same_objects(&a.namespaces, &b.namespaces)
+    }
+}
+
+/// Same keys, each holding the very same object.
+fn same_objects<T>(a: &BTreeMap<ObjectKey, Arc<T>>, b: &BTreeMap<ObjectKey, Arc<T>>) -> bool {
+    a.len() == b.len()
+        && a
+            .iter()
+            .zip(b)
+            .all(|((ka, va), (kb, vb))| ka == kb && Arc::ptr_eq(va, vb))
+}

@@ -1,0 +1,172 @@
+//! The memoising [`Translator`] must produce exactly what the pure
+//! `translate` does, across any sequence of edits.
+
+use std::sync::Arc;
+
+use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use coxswain_api::k8s_openapi::jiff::Timestamp;
+use coxswain_api::{
+    EndpointSlice, Gateway, GatewayClass, HttpRoute, Namespace, Object, Service, Snapshot,
+};
+use serde_json::json;
+
+use crate::{DEFAULT_CONTROLLER_NAME, Options, Translator, translate};
+
+fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    serde_json::from_value(value).unwrap()
+}
+
+fn options() -> Options {
+    Options {
+        controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
+        default_address: [127, 0, 0, 1].into(),
+        now: Time(Timestamp::UNIX_EPOCH),
+    }
+}
+
+/// xorshift64: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+const NAMESPACES: [&str; 2] = ["a", "b"];
+
+fn gateway(rng: &mut Rng) -> Object {
+    let hostname = ["*.example.com", "x.example.com", "other.org"][rng.below(3) as usize];
+    let from = ["All", "Same"][rng.below(2) as usize];
+    Object::Gateway(Arc::new(typed::<Gateway>(json!({
+        "metadata": {"name": "gw", "namespace": "a"},
+        "spec": {"gatewayClassName": "c", "listeners": [
+            {"name": "web", "port": 80, "protocol": "HTTP", "hostname": hostname,
+             "allowedRoutes": {"namespaces": {"from": from}}},
+            {"name": "any", "port": 81, "protocol": "HTTP"}
+        ]}
+    }))))
+}
+
+fn service(ns: &str, name: &str) -> Object {
+    Object::Service(Arc::new(typed::<Service>(json!({
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"ports": [{"port": 80}]}
+    }))))
+}
+
+fn slice(ns: &str, name: &str, octet: u64) -> Object {
+    Object::EndpointSlice(Arc::new(typed::<EndpointSlice>(json!({
+        "metadata": {"name": name, "namespace": ns,
+                     "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4",
+        "ports": [{"port": 8080}],
+        "endpoints": [{"addresses": [format!("10.0.0.{octet}")]}]
+    }))))
+}
+
+fn route(rng: &mut Rng) -> Object {
+    let ns = NAMESPACES[rng.below(2) as usize];
+    let name = format!("r{}", rng.below(12));
+    let host = ["x.example.com", "y.example.com", "nowhere.net"][rng.below(3) as usize];
+    let section = ["web", "any", "missing"][rng.below(3) as usize];
+    let path = ["Exact", "PathPrefix", "RegularExpression"][rng.below(3) as usize];
+    let backend = ["s1", "s2", "gone"][rng.below(3) as usize];
+    Object::HttpRoute(Arc::new(typed::<HttpRoute>(json!({
+        "metadata": {"name": name, "namespace": ns,
+                     "creationTimestamp": format!("2026-01-01T00:00:{:02}Z", rng.below(3))},
+        "spec": {
+            "parentRefs": [{"name": "gw", "namespace": "a", "sectionName": section}],
+            "hostnames": [host],
+            "rules": [{"matches": [{"path": {"type": path, "value": format!("/p{}", rng.below(4))}}],
+                       "backendRefs": [{"name": backend, "port": 80}]}]
+        }
+    }))))
+}
+
+/// One random edit: mostly routes, sometimes the rest of the world.
+fn edit(s: &mut Snapshot, rng: &mut Rng) {
+    match rng.below(10) {
+        0..=4 => s.insert(route(rng)),
+        5 => {
+            let key = s.http_routes.keys().nth(rng.below(13) as usize).cloned();
+            if let Some(key) = key {
+                s.remove("HTTPRoute", &key);
+            }
+        }
+        6 => s.insert(gateway(rng)),
+        7 => {
+            let ns = NAMESPACES[rng.below(2) as usize];
+            let name = ["s1", "s2"][rng.below(2) as usize];
+            if rng.below(2) == 0 {
+                s.insert(service(ns, name));
+            } else {
+                s.remove("Service", &coxswain_api::ObjectKey::new(ns, name));
+            }
+        }
+        8 => {
+            let ns = NAMESPACES[rng.below(2) as usize];
+            s.insert(slice(ns, ["s1", "s2"][rng.below(2) as usize], rng.below(250)));
+        }
+        _ => s.insert(Object::Namespace(Arc::new(typed::<Namespace>(json!({
+            "metadata": {"name": NAMESPACES[rng.below(2) as usize], "labels": {"v": rng.below(3).to_string()}}
+        }))))),
+    }
+}
+
+#[test]
+fn memoised_output_equals_pure_output_across_random_edits() {
+    for seed in 1..=20u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut s = Snapshot::default();
+        s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(json!({
+            "metadata": {"name": "c"},
+            "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}
+        })))));
+        s.insert(gateway(&mut rng));
+        let mut translator = Translator::new();
+        for step in 0..60 {
+            edit(&mut s, &mut rng);
+            let memoised = translator.translate(&s, &options());
+            let pure = translate(&s, &options());
+            assert_eq!(memoised.ir, pure.ir, "seed {seed} step {step}: IR differs");
+            assert_eq!(
+                memoised.statuses, pure.statuses,
+                "seed {seed} step {step}: statuses differ"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unchanged_route_keeps_its_ir_identity() {
+    let mut rng = Rng(7);
+    let mut s = Snapshot::default();
+    s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(json!({
+        "metadata": {"name": "c"},
+        "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}
+    })))));
+    s.insert(gateway(&mut rng));
+    s.insert(Object::HttpRoute(Arc::new(typed::<HttpRoute>(json!({
+        "metadata": {"name": "keep", "namespace": "a"},
+        "spec": {"parentRefs": [{"name": "gw", "namespace": "a", "sectionName": "any"}]}
+    })))));
+    let mut translator = Translator::new();
+    let first = translator.translate(&s, &options());
+    s.insert(route(&mut rng));
+    let second = translator.translate(&s, &options());
+    let find = |out: &crate::Output| {
+        out.ir
+            .listeners
+            .iter()
+            .flat_map(|l| &l.gateway_listeners)
+            .flat_map(|gl| &gl.routes)
+            .find(|r| r.id.name == "keep")
+            .cloned()
+            .unwrap()
+    };
+    assert!(Arc::ptr_eq(&find(&first), &find(&second)));
+}
