@@ -10,7 +10,7 @@ use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
 use coxswain_provider_file::{Loaded, Reload, Watcher};
 use coxswain_proxy::{Proxy, ProxyOptions};
-use coxswain_translate::{Options, translate};
+use coxswain_translate::{Options, Translator};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -48,9 +48,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 
     let (_watcher, initial, mut reloads) = Watcher::start(&args.config)
         .with_context(|| format!("cannot watch {}", args.config.display()))?;
-    let pipeline = Pipeline {
+    let mut pipeline = Pipeline {
         proxy: proxy.clone(),
         state,
+        translator: Translator::new(),
         options: Options {
             controller_name: args.controller_name.clone(),
             default_address: args.bind_address,
@@ -120,11 +121,13 @@ fn coalesce(
 struct Pipeline {
     proxy: Proxy,
     state: Arc<ReloadState>,
+    /// Remembers per-route results, so a one-route change costs one route.
+    translator: Translator,
     options: Options,
 }
 
 impl Pipeline {
-    async fn apply(&self, loaded: Loaded, changed: &[PathBuf], timing: Option<Timing>) {
+    async fn apply(&mut self, loaded: Loaded, changed: &[PathBuf], timing: Option<Timing>) {
         for error in &loaded.errors {
             eprintln!("{error}");
         }
@@ -133,7 +136,7 @@ impl Pipeline {
             ..self.options.clone()
         };
         let translate_start = Instant::now();
-        let output = translate(&loaded.snapshot, &options);
+        let output = self.translator.translate(&loaded.snapshot, &options);
         let translate_time = translate_start.elapsed();
         let apply_start = Instant::now();
         let report = self.proxy.apply(Arc::new(output.ir)).await;

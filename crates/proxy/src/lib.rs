@@ -26,7 +26,7 @@ mod upstream;
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: the draining list is touched only by apply() and shutdown()
+use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: the draining list and route cache are touched only by apply() and shutdown()
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -37,7 +37,7 @@ use tokio::task::JoinHandle;
 use handler::Shared;
 use metrics::Metrics;
 pub use route::CompiledRoute;
-use router::Router;
+use router::{RouteCache, Router};
 use server::ListenerTask;
 
 /// Tunables that are not part of the routing config.
@@ -76,6 +76,8 @@ struct Inner {
     listeners: tokio::sync::Mutex<HashMap<SocketAddr, ListenerTask>>,
     /// Accept loops of removed sockets that are still draining.
     draining: Mutex<Vec<JoinHandle<()>>>,
+    /// Routes compiled for the last config, reused by the next apply.
+    route_cache: Arc<Mutex<RouteCache>>,
 }
 
 /// A running proxy. Cheap to clone; all clones drive the same listeners.
@@ -99,6 +101,7 @@ impl Proxy {
                 config: ArcSwap::from_pointee(Config::default()),
                 listeners: tokio::sync::Mutex::new(HashMap::new()),
                 draining: Mutex::new(Vec::new()),
+                route_cache: Arc::default(),
             }),
         }
     }
@@ -112,7 +115,12 @@ impl Proxy {
         // Compiling 10k routes takes a while: keep it off the async workers.
         let compiled = {
             let (config, metrics) = (config.clone(), shared.metrics.clone());
-            tokio::task::spawn_blocking(move || Router::compile_with(&config, &metrics)).await
+            let cache = inner.route_cache.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+                Router::compile_reusing(&config, &metrics, &mut cache)
+            })
+            .await
         };
         let router = match compiled {
             Ok(router) => router,

@@ -17,7 +17,7 @@ fn overlapping_config() -> Config {
     for p in paths {
         for kind in 0..3 {
             for method in [None, Some("POST")] {
-                let mut r = template.clone();
+                let mut r = (*template).clone();
                 r.id.name = format!("r{i}");
                 let path = match kind {
                     0 => PathMatch::Exact(p.into()),
@@ -30,7 +30,7 @@ fn overlapping_config() -> Config {
                     headers: vec![],
                     query: vec![],
                 }];
-                routes.push(r);
+                routes.push(std::sync::Arc::new(r));
                 i += 1;
             }
         }

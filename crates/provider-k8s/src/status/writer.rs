@@ -162,7 +162,7 @@ async fn pass(
         };
         let merged = merge_http_route(
             live.status.as_ref(),
-            desired.clone(),
+            desired.as_ref().clone(),
             &config.controller_name,
         );
         if should_write(

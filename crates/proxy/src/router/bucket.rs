@@ -3,6 +3,7 @@
 //! does not scan every entry.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::matcher::{CompiledMatch, CompiledPath};
 use super::{CompiledRoute, RequestView};
@@ -39,7 +40,7 @@ struct TrieNode {
     entries: Vec<u32>,
 }
 
-fn match_of(routes: &[CompiledRoute], e: Entry) -> Option<&CompiledMatch> {
+fn match_of(routes: &[Arc<CompiledRoute>], e: Entry) -> Option<&CompiledMatch> {
     routes
         .get(e.route as usize)
         .and_then(|r| r.matches.get(e.matched as usize))
@@ -54,7 +55,7 @@ fn segments(path: &str) -> impl Iterator<Item = &str> {
 }
 
 impl PathIndex {
-    fn build(entries: &[Entry], routes: &[CompiledRoute]) -> Self {
+    fn build(entries: &[Entry], routes: &[Arc<CompiledRoute>]) -> Self {
         let mut index = PathIndex {
             trie: vec![TrieNode::default()],
             ..PathIndex::default()
@@ -119,7 +120,7 @@ impl PathIndex {
 }
 
 impl Bucket {
-    pub fn new(entries: Vec<Entry>, routes: &[CompiledRoute]) -> Self {
+    pub fn new(entries: Vec<Entry>, routes: &[Arc<CompiledRoute>]) -> Self {
         let index = (entries.len() > LINEAR_LIMIT).then(|| PathIndex::build(&entries, routes));
         Bucket { entries, index }
     }
@@ -127,7 +128,7 @@ impl Bucket {
     fn try_positions(
         &self,
         positions: &[u32],
-        routes: &[CompiledRoute],
+        routes: &[Arc<CompiledRoute>],
         req: &RequestView<'_>,
     ) -> Option<Entry> {
         positions
@@ -137,7 +138,7 @@ impl Bucket {
     }
 
     /// The first entry, in precedence order, that fully matches `req`.
-    pub fn find(&self, routes: &[CompiledRoute], req: &RequestView<'_>) -> Option<Entry> {
+    pub fn find(&self, routes: &[Arc<CompiledRoute>], req: &RequestView<'_>) -> Option<Entry> {
         let Some(index) = &self.index else {
             return self
                 .entries

@@ -12,18 +12,22 @@
 mod bucket;
 pub mod host;
 mod matcher;
+mod reuse;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use coxswain_ir::{Config, GatewayListener, Hostname, MatchSpecificity};
 use http::{HeaderMap, Method};
 
 pub use bucket::Entry;
 pub use matcher::{CompiledMatch, CompiledPath, MatchError, prefix_matches};
+pub use reuse::RouteCache;
 
 use crate::metrics::Metrics;
-use crate::route::{ClusterSet, CompiledRoute};
+use crate::route::CompiledRoute;
+use reuse::Reuse;
 
 /// What route lookup looks at. `host` must already be normalised
 /// (see [`host::normalize_host`]).
@@ -66,7 +70,7 @@ struct SocketRoutes {
 #[derive(Debug, Default)]
 pub struct Router {
     sockets: HashMap<SocketAddr, SocketRoutes>,
-    routes: Vec<CompiledRoute>,
+    routes: Vec<Arc<CompiledRoute>>,
 }
 
 /// Suffixes of `host` starting at each inner dot, longest first:
@@ -85,7 +89,7 @@ fn find_wildcard<'m, V>(map: &'m HashMap<Box<str>, V>, host: &str) -> Option<&'m
 }
 
 impl ListenerRoutes {
-    fn find(&self, routes: &[CompiledRoute], req: &RequestView<'_>) -> Option<bucket::Entry> {
+    fn find(&self, routes: &[Arc<CompiledRoute>], req: &RequestView<'_>) -> Option<bucket::Entry> {
         if let Some(hit) = self.exact.get(req.host).and_then(|b| b.find(routes, req)) {
             return Some(hit);
         }
@@ -120,7 +124,7 @@ struct BucketBuilder {
 
 fn sorted_bucket(
     mut keyed: Vec<(MatchSpecificity, Entry)>,
-    routes: &[CompiledRoute],
+    routes: &[Arc<CompiledRoute>],
 ) -> bucket::Bucket {
     // Stable: equal specificity keeps IR order.
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
@@ -141,7 +145,7 @@ impl BucketBuilder {
         }
     }
 
-    fn build(self, routes: &[CompiledRoute]) -> ListenerRoutes {
+    fn build(self, routes: &[Arc<CompiledRoute>]) -> ListenerRoutes {
         let finish = |m: HashMap<Box<str>, Vec<_>>| {
             m.into_iter()
                 .map(|(k, v)| (k, sorted_bucket(v, routes)))
@@ -163,13 +167,23 @@ impl Router {
     }
 
     pub(crate) fn compile_with(config: &Config, metrics: &Metrics) -> Router {
-        let clusters = ClusterSet::compile(config);
+        Router::compile_reusing(config, metrics, &mut RouteCache::default())
+    }
+
+    /// Compiles `config`, reusing routes compiled for the previous config
+    /// (see [`RouteCache`]); `cache` then describes this config.
+    pub(crate) fn compile_reusing(
+        config: &Config,
+        metrics: &Metrics,
+        cache: &mut RouteCache,
+    ) -> Router {
+        let mut reuse = cache.begin(config);
         let mut router = Router::default();
         for listener in &config.listeners {
             let addr = SocketAddr::new(listener.address, listener.port);
             let mut socket = SocketRoutes::default();
             for (index, gl) in listener.gateway_listeners.iter().enumerate() {
-                let builder = router.add_listener_routes(gl, &clusters, metrics);
+                let builder = router.add_listener_routes(gl, &mut reuse, metrics);
                 socket.listeners.push(builder.build(&router.routes));
                 match &gl.hostname {
                     None => {
@@ -192,12 +206,12 @@ impl Router {
     fn add_listener_routes(
         &mut self,
         gl: &GatewayListener,
-        clusters: &ClusterSet,
+        reuse: &mut Reuse<'_>,
         metrics: &Metrics,
     ) -> BucketBuilder {
         let mut builder = BucketBuilder::default();
         for route in &gl.routes {
-            let compiled = match CompiledRoute::compile(route, clusters, metrics) {
+            let compiled = match reuse.compiled(route, metrics) {
                 Ok(c) => c,
                 Err(MatchError(why)) => {
                     tracing::warn!(route = ?route.id, listener = %gl.name, %why, "route skipped");
@@ -227,7 +241,7 @@ impl Router {
     pub fn lookup(&self, socket: SocketAddr, req: &RequestView<'_>) -> Option<Hit<'_>> {
         let listener = self.sockets.get(&socket)?.select(req.host)?;
         let entry = listener.find(&self.routes, req)?;
-        let route = self.routes.get(entry.route as usize)?;
+        let route = self.routes.get(entry.route as usize)?.as_ref();
         Some(Hit {
             route_index: entry.route as usize,
             route,
@@ -236,7 +250,7 @@ impl Router {
     }
 
     pub fn route(&self, index: usize) -> Option<&CompiledRoute> {
-        self.routes.get(index)
+        self.routes.get(index).map(Arc::as_ref)
     }
 
     pub fn has_socket(&self, socket: SocketAddr) -> bool {

@@ -194,7 +194,7 @@ pub fn gateway_listener(name: &str, hostname: Option<&str>, routes: Vec<Route>) 
         gateway: "ns/gw".into(),
         name: name.into(),
         hostname: hostname.map(host),
-        routes,
+        routes: routes.into_iter().map(Arc::new).collect(),
     }
 }
 

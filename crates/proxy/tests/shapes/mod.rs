@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 
 use coxswain_ir::{
     BackendTarget, Config, GatewayListener, Hostname, Listener, ListenerProtocol, PathMatch, Route,
@@ -40,7 +41,7 @@ fn one_socket(routes: Vec<Route>) -> Config {
         gateway: "bench/gw".into(),
         name: "http".into(),
         hostname: None,
-        routes,
+        routes: routes.into_iter().map(Arc::new).collect(),
     };
     Config {
         ir_version: coxswain_ir::IR_VERSION,

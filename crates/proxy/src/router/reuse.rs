@@ -1,0 +1,134 @@
+//! Compiled routes kept from the previous config: a route whose IR object is
+//! the very same `Arc<Route>` (the translator keeps unchanged routes' `Arc`s)
+//! and whose clusters did not change is not compiled again (no regexes
+//! rebuilt, no metric handles looked up).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use coxswain_ir::{Cluster, Config, Route};
+
+use crate::metrics::Metrics;
+use crate::route::{ClusterSet, CompiledRoute};
+
+use super::MatchError;
+
+/// What the last compile produced, keyed by route identity.
+#[derive(Default)]
+pub struct RouteCache {
+    /// The clusters the cached routes resolved their backends against.
+    clusters: Vec<Cluster>,
+    cluster_set: Option<Arc<ClusterSet>>,
+    /// By address (`Arc::as_ptr`), only ever compared; the `Arc<Route>` is
+    /// held so no other route can take that address meanwhile.
+    routes: HashMap<usize, (Arc<Route>, Arc<CompiledRoute>)>,
+}
+
+/// One compile's view of the cache: lookups hit the previous generation,
+/// results go into the next one.
+pub struct Reuse<'c> {
+    previous: HashMap<usize, (Arc<Route>, Arc<CompiledRoute>)>,
+    cache: &'c mut RouteCache,
+    pub clusters: Arc<ClusterSet>,
+}
+
+impl RouteCache {
+    /// Starts a compile of `config`. When its clusters differ from the
+    /// cached routes' clusters, nothing is reused.
+    pub fn begin(&mut self, config: &Config) -> Reuse<'_> {
+        let same_clusters = self.cluster_set.is_some() && self.clusters == config.clusters;
+        let (previous, clusters) = match (&self.cluster_set, same_clusters) {
+            (Some(set), true) => (std::mem::take(&mut self.routes), set.clone()),
+            _ => {
+                self.routes.clear();
+                self.clusters = config.clusters.clone();
+                let set = Arc::new(ClusterSet::compile(config));
+                self.cluster_set = Some(set.clone());
+                (HashMap::new(), set)
+            }
+        };
+        Reuse {
+            previous,
+            cache: self,
+            clusters,
+        }
+    }
+}
+
+impl Reuse<'_> {
+    /// The compiled form of `route`: the previous one if it is the same
+    /// object, else freshly compiled.
+    pub fn compiled(
+        &mut self,
+        route: &Arc<Route>,
+        metrics: &Metrics,
+    ) -> Result<Arc<CompiledRoute>, MatchError> {
+        let ptr = Arc::as_ptr(route) as usize;
+        if let Some((_, compiled)) = self.cache.routes.get(&ptr) {
+            return Ok(compiled.clone());
+        }
+        let compiled = match self.previous.remove(&ptr) {
+            Some((_, compiled)) => compiled,
+            None => Arc::new(CompiledRoute::compile(route, &self.clusters, metrics)?),
+        };
+        self.cache
+            .routes
+            .insert(ptr, (route.clone(), compiled.clone()));
+        Ok(compiled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use coxswain_ir::{PathMatch, RouteId, RouteMatch, Timeouts};
+
+    use super::*;
+
+    fn route(name: &str) -> Arc<Route> {
+        Arc::new(Route {
+            id: RouteId {
+                namespace: "ns".into(),
+                name: name.into(),
+                rule_index: 0,
+                rule_name: None,
+            },
+            hostnames: vec![],
+            matches: vec![RouteMatch {
+                path: PathMatch::Regex("/a.*".into()),
+                method: None,
+                headers: vec![],
+                query: vec![],
+            }],
+            filters: vec![],
+            backends: vec![],
+            timeouts: Timeouts::default(),
+        })
+    }
+
+    fn compile(cache: &mut RouteCache, config: &Config, route: &Arc<Route>) -> Arc<CompiledRoute> {
+        let metrics = Metrics::default();
+        cache.begin(config).compiled(route, &metrics).unwrap()
+    }
+
+    #[test]
+    fn the_same_route_object_is_compiled_once_while_clusters_stay() {
+        let mut cache = RouteCache::default();
+        let config = Config::default();
+        let (kept, equal_copy) = (route("a"), route("a"));
+        let first = compile(&mut cache, &config, &kept);
+        assert!(Arc::ptr_eq(&first, &compile(&mut cache, &config, &kept)));
+        // Equal content but another object: compiled afresh.
+        assert!(!Arc::ptr_eq(&first, &compile(&mut cache, &config, &equal_copy)));
+        // The previous generation was dropped with its config.
+        assert!(!Arc::ptr_eq(&first, &compile(&mut cache, &config, &kept)));
+
+        let again = compile(&mut cache, &config, &kept);
+        let mut other_clusters = Config::default();
+        other_clusters.clusters.push(Cluster {
+            name: "c".into(),
+            protocol: coxswain_ir::UpstreamProtocol::Http1,
+            endpoints: vec![],
+        });
+        assert!(!Arc::ptr_eq(&again, &compile(&mut cache, &other_clusters, &kept)));
+    }
+}
