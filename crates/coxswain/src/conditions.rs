@@ -103,25 +103,32 @@ fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
 /// after every reload, so it must not serialise thousands of statuses.
 pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> {
     let mut out = Vec::new();
-    let mut check = |kind, key, scope: String, conditions: &[Condition]| {
+    // Healthy conditions (nearly all of them) cost a comparison, no allocation.
+    let mut check = |kind, key, scope: &dyn Fn() -> String, conditions: &[Condition]| {
         for c in conditions {
+            let problem = (c.status == "True")
+                == matches!(
+                    c.type_.as_str(),
+                    "Conflicted" | "PartiallyInvalid" | "OverlappingTLSConfig"
+                );
+            if !problem {
+                continue;
+            }
             let found = Found {
-                scope: scope.clone(),
+                scope: scope(),
                 type_: c.type_.clone(),
                 status: c.status.clone(),
                 reason: c.reason.clone(),
                 message: c.message.clone(),
             };
-            if found.is_problem() {
-                out.push((kind, key, found.describe()));
-            }
+            out.push((kind, key, found.describe()));
         }
     };
     for (key, status) in &statuses.gateway_classes {
         check(
             "GatewayClass",
             key,
-            String::new(),
+            &String::new,
             status.conditions.as_deref().unwrap_or_default(),
         );
     }
@@ -129,22 +136,22 @@ pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> 
         check(
             "Gateway",
             key,
-            String::new(),
+            &String::new,
             status.conditions.as_deref().unwrap_or_default(),
         );
         for listener in status.listeners.iter().flatten() {
             check(
                 "Gateway",
                 key,
-                format!("listener {}", listener.name),
+                &|| format!("listener {}", listener.name),
                 &listener.conditions,
             );
         }
     }
     for (key, status) in &statuses.http_routes {
         for parent in &status.parents {
-            let scope = format!("parent {}", parent.parent_ref.name);
-            check("HTTPRoute", key, scope, &parent.conditions);
+            let scope = || format!("parent {}", parent.parent_ref.name);
+            check("HTTPRoute", key, &scope, &parent.conditions);
         }
     }
     out

@@ -153,7 +153,7 @@ impl Pipeline {
         tracing::info!(
             trigger,
             files = ?files,
-            objects = loaded.objects.len(),
+            routes = loaded.snapshot.http_routes.len(),
             load_errors = loaded.errors.len(),
             listeners = report.bound.len(),
             translate_ms = ms(translate_time),

@@ -133,9 +133,24 @@ impl FileProvider {
     }
 
     /// Swaps a file's objects in the snapshot for `new`.
-    fn replace_objects(&mut self, path: &Path, new: Vec<Parsed>) {
-        let incoming: Vec<Object> = new.iter().map(|p| p.object.clone()).collect();
+    fn replace_objects(&mut self, path: &Path, mut new: Vec<Parsed>) {
         let state = self.files.entry(path.to_path_buf()).or_default();
+        // An object the edit left as it was keeps its identity (`Arc`), so
+        // the translator and proxy can tell it did not change.
+        let previous: HashMap<Id, &Object> = state
+            .good
+            .iter()
+            .map(|p| ((p.object.kind(), p.object.key()), &p.object))
+            .collect();
+        for parsed in &mut new {
+            let id = (parsed.object.kind(), parsed.object.key());
+            if let Some(old) = previous.get(&id)
+                && same_content(old, &parsed.object)
+            {
+                parsed.object = (*old).clone();
+            }
+        }
+        let incoming: Vec<Object> = new.iter().map(|p| p.object.clone()).collect();
         let old = std::mem::replace(&mut state.good, new);
         let mut released = Vec::new();
         for parsed in old {
@@ -189,9 +204,18 @@ impl FileProvider {
         }
     }
 
-    /// The current snapshot and errors. Cheap: objects are shared, only the
-    /// maps are copied.
+    /// The current snapshot, errors and object list. Cheap: objects are
+    /// shared, only the maps are copied.
     pub fn loaded(&self) -> Loaded {
+        Loaded {
+            objects: self.objects(),
+            ..self.loaded_snapshot()
+        }
+    }
+
+    /// Like [`Self::loaded`] but with `objects` left empty: what a reload
+    /// needs, without a walk over every object.
+    pub fn loaded_snapshot(&self) -> Loaded {
         let mut errors = self.root_errors.clone();
         for state in self.files.values() {
             errors.extend(state.errors.iter().cloned());
@@ -218,8 +242,16 @@ impl FileProvider {
                 ));
             }
         }
-        let objects = self
-            .files
+        Loaded {
+            snapshot: self.snapshot.clone(),
+            objects: Vec::new(),
+            errors,
+        }
+    }
+
+    /// Objects in the snapshot, in file order then document order.
+    fn objects(&self) -> Vec<Object> {
+        self.files
             .iter()
             .flat_map(|(path, state)| {
                 state.good.iter().filter(move |p| {
@@ -227,12 +259,23 @@ impl FileProvider {
                 })
             })
             .map(|p| p.object.clone())
-            .collect();
-        Loaded {
-            snapshot: self.snapshot.clone(),
-            objects,
-            errors,
-        }
+            .collect()
+    }
+}
+
+/// Equal kind and equal content.
+fn same_content(a: &Object, b: &Object) -> bool {
+    match (a, b) {
+        (Object::GatewayClass(a), Object::GatewayClass(b)) => a == b,
+        (Object::Gateway(a), Object::Gateway(b)) => a == b,
+        (Object::HttpRoute(a), Object::HttpRoute(b)) => a == b,
+        (Object::ReferenceGrant(a), Object::ReferenceGrant(b)) => a == b,
+        (Object::Service(a), Object::Service(b)) => a == b,
+        (Object::EndpointSlice(a), Object::EndpointSlice(b)) => a == b,
+        (Object::Namespace(a), Object::Namespace(b)) => a == b,
+        (Object::Secret(a), Object::Secret(b)) => a == b,
+        (Object::ConfigMap(a), Object::ConfigMap(b)) => a == b,
+        _ => false,
     }
 }
 

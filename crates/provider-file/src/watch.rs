@@ -28,6 +28,8 @@ const MAX_BURST: Duration = Duration::from_millis(50);
 /// A snapshot after some files changed.
 #[derive(Debug)]
 pub struct Reload {
+    /// The new snapshot and errors; `objects` is left empty (see
+    /// [`FileProvider::loaded_snapshot`]).
     pub loaded: Loaded,
     /// Config files re-read or removed (empty after a full rescan).
     pub changed: Vec<PathBuf>,
@@ -124,7 +126,7 @@ fn watch_loop(
             }
             burst.files.into_iter().collect()
         };
-        let loaded = provider.loaded();
+        let loaded = provider.loaded_snapshot();
         let reload = Reload {
             loaded,
             changed,

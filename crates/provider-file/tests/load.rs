@@ -124,6 +124,25 @@ fn bad_edit_keeps_last_good_version() {
 }
 
 #[test]
+fn an_edit_keeps_the_identity_of_objects_it_left_unchanged() {
+    let dir = TempDir::new();
+    let two = |b: &str| format!("{}---\n{}", route("a", "/a"), route("b", b));
+    let path = dir.write("r.yaml", &two("/b"));
+    let mut provider = FileProvider::new(dir.path());
+    provider.reload_all();
+    let key = |name| ObjectKey::new("default", name);
+    let before = provider.loaded_snapshot().snapshot;
+    std::fs::write(&path, two("/b2")).unwrap();
+    provider.reload_file(&path);
+    let after = provider.loaded_snapshot().snapshot;
+    let same = |name| {
+        std::sync::Arc::ptr_eq(&before.http_routes[&key(name)], &after.http_routes[&key(name)])
+    };
+    assert!(same("a"), "unchanged route kept its Arc");
+    assert!(!same("b"), "edited route is a new object");
+}
+
+#[test]
 fn removed_file_drops_its_objects() {
     let dir = TempDir::new();
     let a = dir.write("a.yaml", &route("a", "/a"));

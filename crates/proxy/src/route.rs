@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use coxswain_ir::{
-    BackendTarget, Config, Filter, HeaderModifier, Redirect, Rewrite, Route, RouteId, Timeouts,
-    UpstreamProtocol,
+    BackendTarget, Config, Filter, HeaderModifier, MatchSpecificity, Redirect, Rewrite, Route,
+    RouteId, Timeouts, UpstreamProtocol,
 };
 use http::{HeaderName, HeaderValue};
 
@@ -141,6 +141,8 @@ pub struct CompiledRoute {
     pub id: RouteId,
     pub label: String,
     pub matches: Vec<CompiledMatch>,
+    /// Precedence of each match, kept so a reused route is not re-ranked.
+    pub specificity: Vec<MatchSpecificity>,
     pub filters: Vec<RouteFilter>,
     backends: Vec<Backend>,
     total_weight: u64,
@@ -199,6 +201,7 @@ impl CompiledRoute {
         Ok(CompiledRoute {
             id: route.id.clone(),
             matches,
+            specificity: route.matches.iter().map(MatchSpecificity::of).collect(),
             filters: compile_filters(&route.filters),
             backends,
             total_weight: cumulative,

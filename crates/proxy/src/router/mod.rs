@@ -219,16 +219,16 @@ impl Router {
                 }
             };
             let route_index = self.routes.len() as u32;
-            let keyed: Vec<_> = route
-                .matches
+            let keyed: Vec<_> = compiled
+                .specificity
                 .iter()
                 .enumerate()
-                .map(|(i, m)| {
+                .map(|(i, specificity)| {
                     let entry = Entry {
                         route: route_index,
                         matched: i as u32,
                     };
-                    (MatchSpecificity::of(m), entry)
+                    (specificity.clone(), entry)
                 })
                 .collect();
             builder.add(&route.hostnames, &keyed);

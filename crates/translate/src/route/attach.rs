@@ -1,7 +1,7 @@
 //! Attaching routes to Gateway listeners: parentRefs, allowedRoutes,
 //! hostnames; and each parent's status entry.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use coxswain_api::gateway_api::apis::standard::httproutes::{
@@ -53,8 +53,9 @@ pub struct RouteOutcome {
 }
 
 /// Per-route outcomes kept between runs, with the route object each was
-/// computed from (compared by identity).
-pub type RouteMemo = HashMap<ObjectKey, (Arc<HttpRoute>, RouteOutcome)>;
+/// computed from (compared by identity). Sorted like the snapshot's routes,
+/// so refreshing it is one merge walk.
+pub type RouteMemo = BTreeMap<ObjectKey, (Arc<HttpRoute>, RouteOutcome)>;
 
 /// Attaches every HTTPRoute; updates listeners' attachedRoutes and returns
 /// IR routes per listener plus each route's status. Routes whose object is
@@ -68,26 +69,36 @@ pub fn attach_routes(
     memo: &mut RouteMemo,
 ) -> Attachments {
     let lookup = Lookup::new(snapshot);
-    memo.retain(|key, _| snapshot.http_routes.contains_key(key));
+    let mut previous = std::mem::take(memo).into_iter().peekable();
+    let mut refreshed = Vec::with_capacity(snapshot.http_routes.len());
     for (key, route) in &snapshot.http_routes {
-        let fresh = memo
-            .get(key)
-            .is_some_and(|(seen, _)| Arc::ptr_eq(seen, route));
-        if !fresh {
+        // Both are sorted by key: skip memo entries of deleted routes.
+        while previous.next_if(|(k, _)| k < key).is_some() {}
+        let kept = previous.next_if(|(k, (seen, _))| k == key && Arc::ptr_eq(seen, route));
+        refreshed.push(kept.unwrap_or_else(|| {
             let outcome = route_outcome(snapshot, gateways, options, &lookup, key, route);
-            memo.insert(key.clone(), (route.clone(), outcome));
-        }
+            (key.clone(), (route.clone(), outcome))
+        }));
     }
+    drop(previous);
+    *memo = refreshed.into_iter().collect();
+
     let mut out = Attachments::default();
-    for (rank, (key, _)) in routes_in_precedence_order(snapshot).into_iter().enumerate() {
-        let Some((_, outcome)) = memo.get(key) else {
-            continue;
-        };
+    let mut ranked: Vec<(Option<&Time>, &ObjectKey, &RouteOutcome)> = memo
+        .iter()
+        .map(|(key, (route, outcome))| {
+            (route.metadata.creation_timestamp.as_ref(), key, outcome)
+        })
+        .collect();
+    // The spec's tie-break order: oldest first, then namespace/name.
+    ranked.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    for (rank, (_, _, outcome)) in ranked.into_iter().enumerate() {
         merge(&mut out, gateways, rank, outcome);
-        if let Some(status) = &outcome.status {
-            out.statuses.insert(key.clone(), status.clone());
-        }
     }
+    out.statuses = memo
+        .iter()
+        .filter_map(|(key, (_, outcome))| Some((key.clone(), outcome.status.clone()?)))
+        .collect();
     out
 }
 
@@ -167,27 +178,6 @@ fn route_outcome(
             .push((gw_key, idx, routes.into_iter().map(Arc::new).collect()));
     }
     out
-}
-
-/// Routes in the spec's tie-break order: creation timestamp (oldest
-/// first), then namespace/name. A route's position is its rank.
-fn routes_in_precedence_order(snapshot: &Snapshot) -> Vec<(&ObjectKey, &HttpRoute)> {
-    let mut routes: Vec<(Option<&Time>, &ObjectKey, &HttpRoute)> = snapshot
-        .http_routes
-        .iter()
-        .map(|(key, route)| {
-            (
-                route.metadata.creation_timestamp.as_ref(),
-                key,
-                route.as_ref(),
-            )
-        })
-        .collect();
-    routes.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    routes
-        .into_iter()
-        .map(|(_, key, route)| (key, route))
-        .collect()
 }
 
 /// The Accepted outcome for one parentRef; `None` when the parent is not ours.
