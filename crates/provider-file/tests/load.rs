@@ -136,7 +136,10 @@ fn an_edit_keeps_the_identity_of_objects_it_left_unchanged() {
     provider.reload_file(&path);
     let after = provider.loaded_snapshot().snapshot;
     let same = |name| {
-        std::sync::Arc::ptr_eq(&before.http_routes[&key(name)], &after.http_routes[&key(name)])
+        std::sync::Arc::ptr_eq(
+            &before.http_routes[&key(name)],
+            &after.http_routes[&key(name)],
+        )
     };
     assert!(same("a"), "unchanged route kept its Arc");
     assert!(!same("b"), "edited route is a new object");

@@ -99,8 +99,7 @@ impl World {
 /// Same keys, each holding the very same object.
 fn same_objects<T>(a: &BTreeMap<ObjectKey, Arc<T>>, b: &BTreeMap<ObjectKey, Arc<T>>) -> bool {
     a.len() == b.len()
-        && a
-            .iter()
+        && a.iter()
             .zip(b)
             .all(|((ka, va), (kb, vb))| ka == kb && Arc::ptr_eq(va, vb))
 }

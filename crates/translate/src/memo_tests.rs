@@ -122,10 +122,12 @@ fn memoised_output_equals_pure_output_across_random_edits() {
     for seed in 1..=20u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut s = Snapshot::default();
-        s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(json!({
-            "metadata": {"name": "c"},
-            "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}
-        })))));
+        s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(
+            json!({
+                "metadata": {"name": "c"},
+                "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}
+            }),
+        ))));
         s.insert(gateway(&mut rng));
         let mut translator = Translator::new();
         for step in 0..60 {
@@ -145,10 +147,12 @@ fn memoised_output_equals_pure_output_across_random_edits() {
 fn an_unchanged_route_keeps_its_ir_identity() {
     let mut rng = Rng(7);
     let mut s = Snapshot::default();
-    s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(json!({
-        "metadata": {"name": "c"},
-        "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}
-    })))));
+    s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(
+        json!({
+            "metadata": {"name": "c"},
+            "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}
+        }),
+    ))));
     s.insert(gateway(&mut rng));
     s.insert(Object::HttpRoute(Arc::new(typed::<HttpRoute>(json!({
         "metadata": {"name": "keep", "namespace": "a"},

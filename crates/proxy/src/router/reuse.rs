@@ -4,6 +4,7 @@
 //! rebuilt, no metric handles looked up).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use coxswain_ir::{Cluster, Config, Route};
@@ -13,6 +14,30 @@ use crate::route::{ClusterSet, CompiledRoute};
 
 use super::MatchError;
 
+/// Hashes an address with one multiply: the keys are distinct pointers, so
+/// a keyed hash (SipHash) would only cost time on every reload.
+#[derive(Default)]
+pub struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(26);
+    }
+}
+
+type ByAddress =
+    HashMap<usize, (Arc<Route>, Arc<CompiledRoute>), BuildHasherDefault<AddressHasher>>;
+
 /// What the last compile produced, keyed by route identity.
 #[derive(Default)]
 pub struct RouteCache {
@@ -21,13 +46,13 @@ pub struct RouteCache {
     cluster_set: Option<Arc<ClusterSet>>,
     /// By address (`Arc::as_ptr`), only ever compared; the `Arc<Route>` is
     /// held so no other route can take that address meanwhile.
-    routes: HashMap<usize, (Arc<Route>, Arc<CompiledRoute>)>,
+    routes: ByAddress,
 }
 
 /// One compile's view of the cache: lookups hit the previous generation,
 /// results go into the next one.
 pub struct Reuse<'c> {
-    previous: HashMap<usize, (Arc<Route>, Arc<CompiledRoute>)>,
+    previous: ByAddress,
     cache: &'c mut RouteCache,
     pub clusters: Arc<ClusterSet>,
 }
@@ -38,13 +63,18 @@ impl RouteCache {
     pub fn begin(&mut self, config: &Config) -> Reuse<'_> {
         let same_clusters = self.cluster_set.is_some() && self.clusters == config.clusters;
         let (previous, clusters) = match (&self.cluster_set, same_clusters) {
-            (Some(set), true) => (std::mem::take(&mut self.routes), set.clone()),
+            (Some(set), true) => {
+                let capacity = self.routes.len();
+                let previous = std::mem::take(&mut self.routes);
+                self.routes.reserve(capacity);
+                (previous, set.clone())
+            }
             _ => {
                 self.routes.clear();
                 self.clusters = config.clusters.clone();
                 let set = Arc::new(ClusterSet::compile(config));
                 self.cluster_set = Some(set.clone());
-                (HashMap::new(), set)
+                (ByAddress::default(), set)
             }
         };
         Reuse {
@@ -67,8 +97,8 @@ impl Reuse<'_> {
         if let Some((_, compiled)) = self.cache.routes.get(&ptr) {
             return Ok(compiled.clone());
         }
-        let compiled = match self.previous.remove(&ptr) {
-            Some((_, compiled)) => compiled,
+        let compiled = match self.previous.get(&ptr) {
+            Some((_, compiled)) => compiled.clone(),
             None => Arc::new(CompiledRoute::compile(route, &self.clusters, metrics)?),
         };
         self.cache
@@ -118,7 +148,10 @@ mod tests {
         let first = compile(&mut cache, &config, &kept);
         assert!(Arc::ptr_eq(&first, &compile(&mut cache, &config, &kept)));
         // Equal content but another object: compiled afresh.
-        assert!(!Arc::ptr_eq(&first, &compile(&mut cache, &config, &equal_copy)));
+        assert!(!Arc::ptr_eq(
+            &first,
+            &compile(&mut cache, &config, &equal_copy)
+        ));
         // The previous generation was dropped with its config.
         assert!(!Arc::ptr_eq(&first, &compile(&mut cache, &config, &kept)));
 
@@ -129,6 +162,9 @@ mod tests {
             protocol: coxswain_ir::UpstreamProtocol::Http1,
             endpoints: vec![],
         });
-        assert!(!Arc::ptr_eq(&again, &compile(&mut cache, &other_clusters, &kept)));
+        assert!(!Arc::ptr_eq(
+            &again,
+            &compile(&mut cache, &other_clusters, &kept)
+        ));
     }
 }

@@ -86,9 +86,7 @@ pub fn attach_routes(
     let mut out = Attachments::default();
     let mut ranked: Vec<(Option<&Time>, &ObjectKey, &RouteOutcome)> = memo
         .iter()
-        .map(|(key, (route, outcome))| {
-            (route.metadata.creation_timestamp.as_ref(), key, outcome)
-        })
+        .map(|(key, (route, outcome))| (route.metadata.creation_timestamp.as_ref(), key, outcome))
         .collect();
     // The spec's tie-break order: oldest first, then namespace/name.
     ranked.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
