@@ -6,7 +6,7 @@ use std::sync::Arc;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
 use coxswain_api::{EndpointSlice, Gateway, GatewayClass, HttpRoute, Object, Service, Snapshot};
-use coxswain_translate::{DEFAULT_CONTROLLER_NAME, Options, translate};
+use coxswain_translate::{DEFAULT_CONTROLLER_NAME, Options, Translator, translate};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 
@@ -85,6 +85,22 @@ fn bench(c: &mut Criterion) {
     assert_eq!(out.ir.clusters.len(), ROUTES);
     c.bench_function("translate_5000_http_routes", |b| {
         b.iter(|| translate(std::hint::black_box(&snapshot), &options))
+    });
+    // The reload path: one route replaced by an equal but new object, so
+    // the memo recomputes exactly one route.
+    let mut translator = Translator::new();
+    translator.translate(&snapshot, &options);
+    let mut edited = snapshot.clone();
+    let victim = edited.http_routes.keys().next().cloned();
+    c.bench_function("translator_5000_http_routes_one_changed", |b| {
+        b.iter(|| {
+            if let Some(key) = &victim
+                && let Some(route) = edited.http_routes.get(key).map(|r| (**r).clone())
+            {
+                edited.insert(Object::HttpRoute(Arc::new(route)));
+            }
+            translator.translate(std::hint::black_box(&edited), &options)
+        })
     });
 }
 
