@@ -3,14 +3,16 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
-use coxswain_api::{ObjectKey, Snapshot};
+use coxswain_api::{EndpointSlice, ObjectKey, Snapshot};
 use coxswain_ir::{
-    Config, GatewayListener, HostSpecificity, IR_VERSION, Listener, ListenerProtocol,
+    Cluster, Config, GatewayListener, HostSpecificity, IR_VERSION, Listener, ListenerProtocol,
 };
 
 use crate::endpoints::SliceIndex;
 use crate::gateway::GatewayModel;
+use crate::memo::same_objects;
 use crate::route::{ClusterSpec, ListenerRoutes};
 
 pub fn build_config(
@@ -18,6 +20,7 @@ pub fn build_config(
     gateways: &BTreeMap<ObjectKey, GatewayModel>,
     mut routes: ListenerRoutes,
     cluster_specs: &BTreeMap<String, ClusterSpec>,
+    memo: &mut Option<ClusterMemo>,
 ) -> Config {
     let mut sockets: BTreeMap<(IpAddr, u16), Vec<GatewayListener>> = BTreeMap::new();
     for (key, gw) in gateways {
@@ -75,15 +78,41 @@ pub fn build_config(
 
     // Specs come only from rules attached to served listeners, so every one
     // of them is referenced by the IR; the map is already sorted by name.
-    let slices = SliceIndex::new(snapshot);
-    let clusters = cluster_specs
-        .values()
-        .map(|spec| slices.cluster(spec))
-        .collect();
+    let clusters = clusters(snapshot, cluster_specs, memo);
 
     Config {
         ir_version: IR_VERSION,
         listeners,
         clusters,
     }
+}
+
+/// The clusters of the last run and what they were built from.
+pub struct ClusterMemo {
+    slices: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
+    specs: BTreeMap<String, ClusterSpec>,
+    clusters: Vec<Cluster>,
+}
+
+/// Clusters for `specs`, reused from `memo` when neither the specs nor the
+/// EndpointSlices changed.
+fn clusters(
+    snapshot: &Snapshot,
+    specs: &BTreeMap<String, ClusterSpec>,
+    memo: &mut Option<ClusterMemo>,
+) -> Vec<Cluster> {
+    if let Some(m) = memo.as_ref()
+        && same_objects(&m.slices, &snapshot.endpoint_slices)
+        && m.specs == *specs
+    {
+        return m.clusters.clone();
+    }
+    let slices = SliceIndex::new(snapshot);
+    let clusters: Vec<Cluster> = specs.values().map(|spec| slices.cluster(spec)).collect();
+    *memo = Some(ClusterMemo {
+        slices: snapshot.endpoint_slices.clone(),
+        specs: specs.clone(),
+        clusters: clusters.clone(),
+    });
+    clusters
 }

@@ -70,7 +70,7 @@ pub fn translate_with_addresses(
     options: &Options,
     assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
 ) -> Output {
-    translate_memoised(snapshot, options, assigned, &mut route::RouteMemo::new())
+    translate_memoised(snapshot, options, assigned, &mut memo::Memo::default())
 }
 
 /// The translation, reusing route outcomes from `memo` that are still valid
@@ -79,16 +79,17 @@ fn translate_memoised(
     snapshot: &Snapshot,
     options: &Options,
     assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
-    memo: &mut route::RouteMemo,
+    memo: &mut memo::Memo,
 ) -> Output {
     let classes = gateway_class::our_classes(snapshot, options);
     let mut gateways = gateway::build_gateways(snapshot, &classes, options, assigned);
-    let attachments = route::attach_routes(snapshot, &mut gateways, options, memo);
+    let attachments = route::attach_routes(snapshot, &mut gateways, options, &mut memo.routes);
     let ir = ir_build::build_config(
         snapshot,
         &gateways,
         attachments.routes,
         &attachments.clusters,
+        &mut memo.clusters,
     );
     let statuses = Statuses {
         gateway_classes: gateway_class::class_statuses(snapshot, &classes, options),

@@ -7,7 +7,8 @@
 //! are compared by identity (`Arc::ptr_eq`): providers keep an unchanged
 //! object's `Arc`. If the world changed, every route is recomputed; if only
 //! routes changed, only those are. Gateways, statuses of Gateways and
-//! classes, and clusters are rebuilt on every run (they are few, or cheap).
+//! classes are rebuilt on every run (they are few); clusters are kept while
+//! neither the referenced Service ports nor the EndpointSlices changed.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 
 use coxswain_api::{ObjectKey, Snapshot};
 
+use crate::ir_build::ClusterMemo;
 use crate::route::RouteMemo;
 use crate::{AssignedAddresses, Options, Output};
 
@@ -24,7 +26,14 @@ use crate::{AssignedAddresses, Options, Output};
 #[derive(Default)]
 pub struct Translator {
     world: Option<World>,
-    routes: RouteMemo,
+    memo: Memo,
+}
+
+/// What one run leaves for the next.
+#[derive(Default)]
+pub(crate) struct Memo {
+    pub routes: RouteMemo,
+    pub clusters: Option<ClusterMemo>,
 }
 
 impl Translator {
@@ -46,10 +55,10 @@ impl Translator {
     ) -> Output {
         let world = World::of(snapshot, options, assigned);
         if self.world.as_ref().is_none_or(|w| !w.same_as(&world)) {
-            self.routes.clear();
+            self.memo.routes.clear();
             self.world = Some(world);
         }
-        crate::translate_memoised(snapshot, options, assigned, &mut self.routes)
+        crate::translate_memoised(snapshot, options, assigned, &mut self.memo)
     }
 }
 
@@ -97,7 +106,10 @@ impl World {
 }
 
 /// Same keys, each holding the very same object.
-fn same_objects<T>(a: &BTreeMap<ObjectKey, Arc<T>>, b: &BTreeMap<ObjectKey, Arc<T>>) -> bool {
+pub(crate) fn same_objects<T>(
+    a: &BTreeMap<ObjectKey, Arc<T>>,
+    b: &BTreeMap<ObjectKey, Arc<T>>,
+) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b)
