@@ -53,10 +53,13 @@ impl Translator {
         options: &Options,
         assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
     ) -> Output {
-        let world = World::of(snapshot, options, assigned);
-        if self.world.as_ref().is_none_or(|w| !w.same_as(&world)) {
+        let unchanged = self
+            .world
+            .as_ref()
+            .is_some_and(|w| w.same_as(snapshot, options, assigned));
+        if !unchanged {
             self.memo.routes.clear();
-            self.world = Some(world);
+            self.world = Some(World::of(snapshot, options, assigned));
         }
         crate::translate_memoised(snapshot, options, assigned, &mut self.memo)
     }
@@ -92,11 +95,18 @@ impl World {
         }
     }
 
-    fn same_as(&self, other: &World) -> bool {
-        let (a, b) = (&self.objects, &other.objects);
-        self.controller_name == other.controller_name
-            && self.default_address == other.default_address
-            && self.assigned == other.assigned
+    /// Would [`World::of`] these inputs be this world? Compares without
+    /// copying anything.
+    fn same_as(
+        &self,
+        snapshot: &Snapshot,
+        options: &Options,
+        assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
+    ) -> bool {
+        let (a, b) = (&self.objects, snapshot);
+        self.controller_name == options.controller_name
+            && self.default_address == options.default_address
+            && self.assigned == *assigned
             && same_objects(&a.gateway_classes, &b.gateway_classes)
             && same_objects(&a.gateways, &b.gateways)
             && same_objects(&a.reference_grants, &b.reference_grants)
