@@ -246,8 +246,8 @@ fn attach_parent(
             )
         });
     }
-    if let Some(message) = route.unusable() {
-        return Some(rejected(Reason::UnsupportedValue, message));
+    if let Some((reason, message)) = route.unusable() {
+        return Some(rejected(reason, message));
     }
     for (idx, hostnames) in found {
         let already = targets.iter().any(|(k, i, _)| *k == gw_key && *i == idx);
@@ -293,8 +293,8 @@ fn parent_status(
         conds.push(Cond::new(
             ConditionType::PartiallyInvalid,
             true,
-            Reason::UnsupportedValue,
-            format!("dropped invalid rules: {}", route.rule_errors.join("; ")),
+            route.rule_errors_reason(),
+            format!("dropped invalid rules: {}", route.rule_errors_message()),
         ));
     }
     HttpRouteStatusParents {

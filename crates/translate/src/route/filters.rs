@@ -70,9 +70,6 @@ pub fn compile_rule_filters(
         seen.push(name);
         out.push(filter);
     }
-    if seen.contains(&"RequestRedirect") && seen.contains(&"URLRewrite") {
-        return Err("RequestRedirect and URLRewrite cannot be combined in one rule".to_string());
-    }
     Ok(out)
 }
 

@@ -14,8 +14,9 @@ use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteRules;
 use coxswain_api::{HttpRoute, ObjectKey};
 use coxswain_ir::{BackendTarget, Hostname, Route, RouteId, WeightedBackend};
 
+use crate::conditions::Reason;
 use crate::route::backends::{Lookup, Unresolved};
-use crate::route::rules::{CompiledBackend, CompiledRule};
+use crate::route::rules::{CompiledBackend, CompiledRule, RuleError};
 
 /// An HTTPRoute after validation, independent of its parents.
 #[derive(Clone, Debug)]
@@ -26,21 +27,37 @@ pub struct CompiledRoute {
     /// Valid rules only.
     pub rules: Vec<CompiledRule>,
     /// One message per dropped rule.
-    pub rule_errors: Vec<String>,
+    pub rule_errors: Vec<RuleError>,
     /// The first backendRef that did not resolve.
     pub unresolved: Option<Unresolved>,
 }
 
 impl CompiledRoute {
-    /// Whole-route rejection (UnsupportedValue), if any.
-    pub fn unusable(&self) -> Option<String> {
+    /// Whole-route rejection, if any: invalid hostnames, or no valid rule left.
+    pub fn unusable(&self) -> Option<(Reason, String)> {
         match &self.hostnames {
-            Err(e) => Some(e.clone()),
+            Err(e) => Some((Reason::UnsupportedValue, e.clone())),
             Ok(_) if self.rules.is_empty() && !self.rule_errors.is_empty() => {
-                Some(self.rule_errors.join("; "))
+                Some((self.rule_errors_reason(), self.rule_errors_message()))
             }
             Ok(_) => None,
         }
+    }
+
+    /// The reason for dropped rules: the first dropped rule's.
+    pub fn rule_errors_reason(&self) -> Reason {
+        self.rule_errors
+            .first()
+            .map_or(Reason::UnsupportedValue, |e| e.reason)
+    }
+
+    pub fn rule_errors_message(&self) -> String {
+        let messages: Vec<&str> = self
+            .rule_errors
+            .iter()
+            .map(|e| e.message.as_str())
+            .collect();
+        messages.join("; ")
     }
 
     /// Like [`Self::ir_routes`], moving the rules instead of copying them.

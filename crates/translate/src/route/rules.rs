@@ -1,10 +1,11 @@
 //! One HTTPRoute rule: matches, filters, backends and timeouts.
 
 use coxswain_api::gateway_api::apis::standard::httproutes::{
-    HttpRouteRules, HttpRouteRulesTimeouts,
+    HttpRouteRules, HttpRouteRulesFiltersType, HttpRouteRulesTimeouts,
 };
 use coxswain_ir::{Filter, RouteMatch, Timeouts};
 
+use crate::conditions::Reason;
 use crate::duration::parse_duration_ms;
 use crate::route::backends::{self, ClusterSpec, Lookup, Unresolved};
 use crate::route::filters::{compile_backend_filters, compile_rule_filters};
@@ -41,13 +42,30 @@ pub fn resolve_backends(
         .collect()
 }
 
-/// Validates a rule; the error is a short message for PartiallyInvalid/UnsupportedValue.
+/// Why a rule was dropped: the reason for the route's Accepted or
+/// PartiallyInvalid condition, and a short message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleError {
+    pub reason: Reason,
+    pub message: String,
+}
+
+/// Validates a rule.
 pub fn compile_rule(
     index: u32,
     rule: &HttpRouteRules,
     targets: Vec<Result<ClusterSpec, Unresolved>>,
-) -> Result<CompiledRule, String> {
-    let prefix = |e: String| format!("rule {index}: {e}");
+) -> Result<CompiledRule, RuleError> {
+    if has_incompatible_filters(rule) {
+        return Err(RuleError {
+            reason: Reason::IncompatibleFilters,
+            message: format!("rule {index}: RequestRedirect and URLRewrite cannot be combined"),
+        });
+    }
+    let prefix = |e: String| RuleError {
+        reason: Reason::UnsupportedValue,
+        message: format!("rule {index}: {e}"),
+    };
     let matches = compile_matches(rule.matches.as_deref()).map_err(prefix)?;
     let filters = compile_rule_filters(rule.filters.as_deref(), &matches).map_err(prefix)?;
     let timeouts = compile_timeouts(rule.timeouts.as_ref()).map_err(prefix)?;
@@ -68,6 +86,14 @@ pub fn compile_rule(
         backends,
         timeouts,
     })
+}
+
+/// The spec's example of incompatible filters: a rule cannot both redirect
+/// and rewrite.
+fn has_incompatible_filters(rule: &HttpRouteRules) -> bool {
+    let has =
+        |kind: HttpRouteRulesFiltersType| rule.filters.iter().flatten().any(|f| f.r#type == kind);
+    has(HttpRouteRulesFiltersType::RequestRedirect) && has(HttpRouteRulesFiltersType::UrlRewrite)
 }
 
 fn compile_timeouts(t: Option<&HttpRouteRulesTimeouts>) -> Result<Timeouts, String> {
