@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coxswain_api::{Gateway, GatewayClass, HttpRoute, ObjectKey, Snapshot};
+use coxswain_api::{ObjectKey, Snapshot};
 use coxswain_translate::Statuses;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Service, ServiceAccount};
@@ -113,76 +113,58 @@ async fn pass(
     written: &mut Written,
 ) -> usize {
     let snapshot = &job.snapshot;
-    let mut writes: Vec<Write> = Vec::new();
+    let mut plan = Plan {
+        config,
+        metrics,
+        written,
+        writes: Vec::new(),
+    };
     for (key, desired) in &job.statuses.gateway_classes {
-        let Some(live) = snapshot.gateway_classes.get(key) else {
-            continue;
-        };
-        let merged = merge_gateway_class(live.status.as_ref(), desired.clone());
-        if should_write(
-            "GatewayClass",
-            key,
-            &live.metadata.resource_version,
-            live.status.as_ref(),
-            &merged,
-            metrics,
-            written,
-        ) {
-            let mut object = GatewayClass::clone(live);
-            object.status = Some(merged);
-            writes.push(replace_status(Api::all(client.clone()), object, config));
+        if let Some(live) = snapshot.gateway_classes.get(key) {
+            let merged = merge_gateway_class(live.status.as_ref(), desired.clone());
+            plan.write(
+                "GatewayClass",
+                key,
+                &**live,
+                live.status.as_ref(),
+                merged,
+                Api::all(client.clone()),
+                |o, s| o.status = Some(s),
+            );
         }
     }
     for (key, desired) in &job.statuses.gateways {
-        let Some(live) = snapshot.gateways.get(key) else {
-            continue;
-        };
-        let merged = merge_gateway(live.status.as_ref(), desired.clone());
-        if should_write(
-            "Gateway",
-            key,
-            &live.metadata.resource_version,
-            live.status.as_ref(),
-            &merged,
-            metrics,
-            written,
-        ) {
-            let mut object = Gateway::clone(live);
-            object.status = Some(merged);
-            writes.push(replace_status(
-                Api::namespaced(client.clone(), &key.namespace),
-                object,
-                config,
-            ));
+        if let Some(live) = snapshot.gateways.get(key) {
+            let merged = merge_gateway(live.status.as_ref(), desired.clone());
+            let api = Api::namespaced(client.clone(), &key.namespace);
+            plan.write(
+                "Gateway",
+                key,
+                &**live,
+                live.status.as_ref(),
+                merged,
+                api,
+                |o, s| o.status = Some(s),
+            );
         }
     }
     for (key, desired) in &job.statuses.http_routes {
-        let Some(live) = snapshot.http_routes.get(key) else {
-            continue;
-        };
-        let merged = merge_http_route(
-            live.status.as_ref(),
-            desired.as_ref().clone(),
-            &config.controller_name,
-        );
-        if should_write(
-            "HTTPRoute",
-            key,
-            &live.metadata.resource_version,
-            live.status.as_ref(),
-            &merged,
-            metrics,
-            written,
-        ) {
-            let mut object = HttpRoute::clone(live);
-            object.status = Some(merged);
-            writes.push(replace_status(
-                Api::namespaced(client.clone(), &key.namespace),
-                object,
-                config,
-            ));
+        if let Some(live) = snapshot.http_routes.get(key) {
+            let desired = desired.as_ref().clone();
+            let merged = merge_http_route(live.status.as_ref(), desired, &config.controller_name);
+            let api = Api::namespaced(client.clone(), &key.namespace);
+            plan.write(
+                "HTTPRoute",
+                key,
+                &**live,
+                live.status.as_ref(),
+                merged,
+                api,
+                |o, s| o.status = Some(s),
+            );
         }
     }
+    let writes = plan.writes;
     let limit = config.write_timeout;
     let mut bounded_writes: Vec<Bounded> = Vec::with_capacity(writes.len());
     for write in writes {
@@ -213,6 +195,55 @@ async fn pass(
         written.clear();
     }
     failed
+}
+
+/// The writes one pass will make, and the bookkeeping deciding them.
+struct Plan<'a> {
+    config: &'a WriterConfig,
+    metrics: &'a Metrics,
+    written: &'a mut Written,
+    writes: Vec<Write>,
+}
+
+impl Plan<'_> {
+    /// Queues a status write of `merged` onto a copy of `live`, unless the
+    /// live status already says the same or we already wrote it.
+    #[allow(clippy::too_many_arguments)]
+    fn write<K, S>(
+        &mut self,
+        kind: &'static str,
+        key: &ObjectKey,
+        live: &K,
+        live_status: Option<&S>,
+        merged: S,
+        api: Api<K>,
+        set_status: impl FnOnce(&mut K, S),
+    ) where
+        K: kube::Resource
+            + Clone
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+        S: serde::Serialize,
+    {
+        let resource_version = &live.meta().resource_version;
+        if should_write(
+            kind,
+            key,
+            resource_version,
+            live_status,
+            &merged,
+            self.metrics,
+            self.written,
+        ) {
+            let mut object = live.clone();
+            set_status(&mut object, merged);
+            self.writes.push(replace_status(api, object, self.config));
+        }
+    }
 }
 
 fn should_write<T: serde::Serialize>(
