@@ -226,12 +226,14 @@ run_suite() {
   rc="${PIPESTATUS[0]}"
   set -e
   local passed failed skipped
-  passed=$(grep -cE '^\s+--- PASS: TestConformance/' "$RUN/go-test.log" || true)
-  failed=$(grep -cE '^\s+--- FAIL: TestConformance/' "$RUN/go-test.log" || true)
-  skipped=$(grep -cE '^\s+--- SKIP: TestConformance/' "$RUN/go-test.log" || true)
+  # Only the suite's tests (one level below TestConformance), not their subtests.
+  local top='^    --- %s: TestConformance/[^/ ]+ '
+  passed=$(grep -cE "$(printf "$top" PASS)" "$RUN/go-test.log" || true)
+  failed=$(grep -cE "$(printf "$top" FAIL)" "$RUN/go-test.log" || true)
+  skipped=$(grep -cE "$(printf "$top" SKIP)" "$RUN/go-test.log" || true)
   log "go test: $passed passed, $failed failed, $skipped skipped in $((SECONDS - t))s (exit $rc)"
   if [ "$failed" -gt 0 ]; then
-    log "failed tests:"; grep -E '^\s+--- FAIL: TestConformance/' "$RUN/go-test.log" >&2
+    log "failed tests:"; grep -E "$(printf "$top" FAIL)" "$RUN/go-test.log" >&2
   fi
   grep -E 'summary written to' "$RUN/go-test.log" | sed 's/^ */[conformance] /' >&2 || true
   return "$rc"
