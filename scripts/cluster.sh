@@ -7,6 +7,8 @@
 #   scripts/cluster.sh env      print the shell exports for using the cluster
 #   scripts/cluster.sh status   show what is running
 #   scripts/cluster.sh down     stop everything and remove the namespace (idempotent)
+#   scripts/cluster.sh stop-apiserver    stop only kube-apiserver (API server loss tests)
+#   scripts/cluster.sh start-apiserver   start it again and wait for /readyz
 #
 # Needs root (network namespaces), Go, openssl, curl, jq, iproute2.
 set -euo pipefail
@@ -345,6 +347,31 @@ cmd_down() {
   log "down"
 }
 
+# Only kube-apiserver; etcd, the controller manager and the namespace stay.
+cmd_stop_apiserver() {
+  local pid i
+  pid="$(cat "$STATE/kube-apiserver.pid" 2>/dev/null || true)"
+  pid_alive "$pid" || die "kube-apiserver is not running"
+  kill -TERM "$pid"
+  for i in $(seq 1 40); do pid_alive "$pid" || break; sleep 0.25; done
+  pid_alive "$pid" && kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$STATE/kube-apiserver.pid"
+  log "kube-apiserver stopped"
+}
+
+cmd_start_apiserver() {
+  [ -f "$STATE/pki/ca.crt" ] || die "no cluster state in $STATE (run: scripts/cluster.sh up)"
+  if [ -f "$STATE/kube-apiserver.pid" ] && pid_alive "$(cat "$STATE/kube-apiserver.pid")"; then
+    die "kube-apiserver is already running"
+  fi
+  t0=$SECONDS
+  # As in `up`, a start that fails tears the whole cluster down.
+  # Keep the log of the run before the restart.
+  mv -f "$STATE/kube-apiserver.log" "$STATE/kube-apiserver.before-restart.log" 2>/dev/null || true
+  start_apiserver
+  wait_for kube-apiserver "$READY_TIMEOUT" apiserver_ready
+}
+
 cmd_status() {
   local name pid rc=0
   echo "version:  $K8S_VERSION ($(binaries_ok && echo "built: $BIN" || echo "not built"))"
@@ -364,5 +391,7 @@ case "${1:-}" in
   down) cmd_down ;;
   env) cmd_env ;;
   status) cmd_status ;;
-  *) echo "usage: $0 build|up|down|env|status" >&2; exit 2 ;;
+  stop-apiserver) cmd_stop_apiserver ;;
+  start-apiserver) cmd_start_apiserver ;;
+  *) echo "usage: $0 build|up|down|env|status|stop-apiserver|start-apiserver" >&2; exit 2 ;;
 esac
