@@ -92,6 +92,16 @@ impl Cluster {
         self.admin.bin = PathBuf::from(path).join("kubectl");
         Ok(())
     }
+
+    /// `scripts/cluster.sh stop-apiserver`: etcd and the rest keep running.
+    pub fn stop_apiserver(&self) -> anyhow::Result<()> {
+        cluster_sh(&self.repo, &self.env(), "stop-apiserver").map(drop)
+    }
+
+    /// `scripts/cluster.sh start-apiserver`: returns once /readyz answers ok.
+    pub fn start_apiserver(&self) -> anyhow::Result<()> {
+        cluster_sh(&self.repo, &self.env(), "start-apiserver").map(drop)
+    }
 }
 
 impl Drop for Cluster {

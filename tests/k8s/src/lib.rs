@@ -9,6 +9,7 @@ pub mod kubectl;
 pub mod netns_http;
 pub mod poll;
 pub mod procs;
+pub mod replica_netns;
 
 use std::path::PathBuf;
 

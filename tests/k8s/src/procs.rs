@@ -40,6 +40,12 @@ impl Background {
         })
     }
 
+    /// The process id (`ip netns exec` and `env` exec into the program, so
+    /// this is the program itself).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Fails when the process already ended (with the tail of its log).
     pub fn check_alive(&mut self) -> anyhow::Result<()> {
         if let Some(status) = self.child.try_wait()? {

@@ -5,7 +5,10 @@
 //! (never skips) when the machine cannot run it. See docs/kubernetes.md.
 
 mod fixtures;
+mod replicas;
+mod scenarios_apiserver;
 mod scenarios_chart;
+mod scenarios_leader;
 mod scenarios_rbac;
 mod scenarios_routes;
 mod scenarios_status;
@@ -56,6 +59,15 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "chart_deployment_pod_ready",
         scenarios_chart::chart_deployment_pod_ready,
+    ),
+    // These two stop and restart the controller and the API server: last.
+    (
+        "leader_election_and_handoff",
+        scenarios_leader::leader_election_and_handoff,
+    ),
+    (
+        "apiserver_loss_keeps_serving",
+        scenarios_apiserver::apiserver_loss_keeps_serving,
     ),
 ];
 

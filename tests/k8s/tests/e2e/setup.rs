@@ -33,6 +33,8 @@ pub struct Env {
     pub http: NetnsHttp,
     /// Set once the example Gateway has an address.
     pub gateway: Option<SocketAddr>,
+    /// The binary under test, for scenarios that start more replicas.
+    pub coxswain: PathBuf,
 }
 
 /// Not root or no `ip`: fail with a clear message, never skip.
@@ -129,39 +131,15 @@ impl Env {
         })?;
         let sa = timed("ServiceAccount kubeconfig", || sa_kubectl(&cluster, &admin))?;
 
-        let mut controller = Command::new("ip");
-        controller
-            .args(["netns", "exec", &netns, "env"])
-            .arg(format!("KUBECONFIG={}", sa.kubeconfig.display()))
-            .arg("RUST_LOG=info")
-            .arg(&built.coxswain)
-            .args([
-                "controller",
-                "--gateway-address-pool",
-                POOL,
-                "--admin-address",
-                ADMIN,
-            ])
-            .args([
-                "--leader-lease-namespace",
-                RELEASE_NAMESPACE,
-                "--gateway-class-name",
-                "coxswain",
-            ]);
-        let mut controller = Background::spawn(
-            "controller",
-            controller,
-            &cluster.run_dir.join("controller.log"),
-            Duration::from_secs(15),
-        )?;
         let http = NetnsHttp { netns };
-        let admin_addr: SocketAddr = ADMIN.parse()?;
-        timed("controller /readyz", || {
-            poll::until("controller ready", Duration::from_secs(60), || {
-                controller.check_alive()?;
-                let response = http.get(admin_addr, "/readyz", &[])?;
-                Ok((response.status == 200).then_some(()))
-            })
+        let controller = timed("controller /readyz", || {
+            start_controller(
+                &built.coxswain,
+                &sa,
+                &http,
+                ADMIN,
+                &cluster.run_dir.join("controller.log"),
+            )
         })?;
         Ok(Self {
             controller,
@@ -172,8 +150,52 @@ impl Env {
             sa,
             http,
             gateway: None,
+            coxswain: built.coxswain,
         })
     }
+}
+
+/// `coxswain controller` as the chart runs it (ServiceAccount token, the
+/// address pool, the release namespace's Lease), inside `http`'s network
+/// namespace with its admin endpoint on `admin`; returns once /readyz is 200.
+pub fn start_controller(
+    coxswain: &std::path::Path,
+    sa: &Kubectl,
+    http: &NetnsHttp,
+    admin: &str,
+    log: &std::path::Path,
+) -> anyhow::Result<Background> {
+    let mut command = Command::new("ip");
+    command
+        .args(["netns", "exec", &http.netns, "env"])
+        .arg(format!("KUBECONFIG={}", sa.kubeconfig.display()))
+        .arg("RUST_LOG=info")
+        .arg(coxswain)
+        .args([
+            "controller",
+            "--gateway-address-pool",
+            POOL,
+            "--admin-address",
+            admin,
+        ])
+        .args([
+            "--leader-lease-namespace",
+            RELEASE_NAMESPACE,
+            "--gateway-class-name",
+            "coxswain",
+        ]);
+    let name = log
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "controller".into());
+    let mut controller = Background::spawn(&name, command, log, Duration::from_secs(15))?;
+    let admin_addr: SocketAddr = admin.parse()?;
+    poll::until(&format!("{name} ready"), Duration::from_secs(60), || {
+        controller.check_alive()?;
+        let response = http.get(admin_addr, "/readyz", &[])?;
+        Ok((response.status == 200).then_some(()))
+    })?;
+    Ok(controller)
 }
 
 /// Applies the rendered chart for real. The Deployment is scaled to zero
