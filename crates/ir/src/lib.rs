@@ -25,6 +25,7 @@ mod hostname;
 mod listener;
 mod precedence;
 mod route;
+mod tls;
 
 pub use cluster::{Cluster, Endpoint, UpstreamProtocol};
 pub use filter::{Filter, Header, HeaderModifier, PathModifier, Redirect, Rewrite};
@@ -35,6 +36,7 @@ pub use route::{
     BackendTarget, HeaderMatch, PathMatch, QueryMatch, Route, RouteId, RouteMatch, StringMatch,
     Timeouts, WeightedBackend,
 };
+pub use tls::{PrivateKeyPem, REDACTED_KEY, TlsCertificate};
 
 use serde::{Deserialize, Serialize};
 

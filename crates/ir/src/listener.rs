@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Hostname, Route};
+use crate::{Hostname, Route, TlsCertificate};
 
 /// One bound socket. Several Gateway listeners may share it (same address and
 /// port, distinct hostnames); a request is served only by the routes of the
@@ -21,6 +21,8 @@ pub struct Listener {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ListenerProtocol {
     Http,
+    /// TLS terminated here; each Gateway listener carries its certificates.
+    Https,
 }
 
 /// A Gateway listener (or its share of a socket) and the routes attached to it.
@@ -36,4 +38,8 @@ pub struct GatewayListener {
     /// translator reuses it and the proxy skips recompiling it. Serialises
     /// as a plain object.
     pub routes: Vec<Arc<Route>>,
+    /// Certificates for HTTPS sockets (empty for HTTP), presented when the
+    /// client's SNI matches `hostname` by the same rules as Host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<TlsCertificate>,
 }

@@ -40,6 +40,7 @@ pub enum Reason {
     BackendNotFound,
     RefNotPermitted,
     InvalidKind,
+    InvalidCertificateRef,
 }
 
 impl ConditionType {
@@ -80,6 +81,7 @@ impl Reason {
             Reason::BackendNotFound => "BackendNotFound",
             Reason::RefNotPermitted => "RefNotPermitted",
             Reason::InvalidKind => "InvalidKind",
+            Reason::InvalidCertificateRef => "InvalidCertificateRef",
         }
     }
 }

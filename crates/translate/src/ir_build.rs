@@ -22,15 +22,25 @@ pub fn build_config(
     cluster_specs: &BTreeMap<String, ClusterSpec>,
     memo: &mut Option<ClusterMemo>,
 ) -> Config {
-    let mut sockets: BTreeMap<(IpAddr, u16), Vec<GatewayListener>> = BTreeMap::new();
+    let mut sockets: BTreeMap<(IpAddr, u16), (ListenerProtocol, Vec<GatewayListener>)> =
+        BTreeMap::new();
     for (key, gw) in gateways {
         let Ok(addresses) = &gw.addresses else {
             continue;
         };
         for (idx, l) in gw.listeners.iter().enumerate() {
-            if !gw.listener_routable(l) {
+            if !gw.listener_served(l) {
                 continue;
             }
+            let protocol = if l.is_https() {
+                ListenerProtocol::Https
+            } else {
+                ListenerProtocol::Http
+            };
+            let certificates = match &l.tls {
+                Some(Ok(certs)) => certs.clone(),
+                _ => Vec::new(),
+            };
             let mut attached = routes
                 .get_mut(key)
                 .and_then(|m| m.remove(&idx))
@@ -44,14 +54,18 @@ pub fn build_config(
                 } else {
                     ir_routes.clone()
                 };
+                // Protocols on one port never mix within a Gateway
+                // (ProtocolConflict); across Gateways the first one wins.
                 sockets
                     .entry((*address, l.port))
-                    .or_default()
+                    .or_insert_with(|| (protocol, Vec::new()))
+                    .1
                     .push(GatewayListener {
                         gateway: key.to_string(),
                         name: l.name.clone(),
                         hostname: l.hostname.clone(),
                         routes,
+                        certificates: certificates.clone(),
                     });
             }
         }
@@ -59,7 +73,7 @@ pub fn build_config(
 
     let listeners: Vec<Listener> = sockets
         .into_iter()
-        .map(|((address, port), mut gateway_listeners)| {
+        .map(|((address, port), (protocol, mut gateway_listeners))| {
             gateway_listeners.sort_by(|a, b| {
                 HostSpecificity::of(a.hostname.as_ref())
                     .cmp(&HostSpecificity::of(b.hostname.as_ref()))
@@ -70,7 +84,7 @@ pub fn build_config(
             Listener {
                 address,
                 port,
-                protocol: ListenerProtocol::Http,
+                protocol,
                 gateway_listeners,
             }
         })

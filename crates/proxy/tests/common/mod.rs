@@ -195,6 +195,7 @@ pub fn gateway_listener(name: &str, hostname: Option<&str>, routes: Vec<Route>) 
         name: name.into(),
         hostname: hostname.map(host),
         routes: routes.into_iter().map(Arc::new).collect(),
+        certificates: Vec::new(),
     }
 }
 

@@ -42,6 +42,7 @@ fn one_socket(routes: Vec<Route>) -> Config {
         name: "http".into(),
         hostname: None,
         routes: routes.into_iter().map(Arc::new).collect(),
+        certificates: Vec::new(),
     };
     Config {
         ir_version: coxswain_ir::IR_VERSION,

@@ -7,6 +7,7 @@ use coxswain_api::{GATEWAY_GROUP, Snapshot};
 use coxswain_ir::Hostname;
 
 use crate::conditions::Reason;
+use crate::gateway::tls::{self, TlsOutcome};
 use crate::selector::LabelSelector;
 
 /// Which namespaces may attach routes to a listener.
@@ -40,12 +41,24 @@ pub struct ListenerModel {
     pub conflict: Option<(Reason, String)>,
     /// Number of routes attached; filled in while attaching routes.
     pub attached_routes: i32,
+    /// HTTPS only: the resolved certificates, or why they are unusable
+    /// (ResolvedRefs=False; the listener still takes routes but is not served).
+    pub tls: Option<TlsOutcome>,
 }
 
 impl ListenerModel {
     /// Can HTTPRoutes attach and will the listener be served?
     pub fn is_routable(&self) -> bool {
         self.accepted.is_ok() && self.conflict.is_none() && self.accepts_http_routes()
+    }
+
+    /// Routable and, for HTTPS, with usable certificates.
+    pub fn is_served(&self) -> bool {
+        self.is_routable() && !matches!(self.tls, Some(Err(_)))
+    }
+
+    pub fn is_https(&self) -> bool {
+        self.protocol == "HTTPS"
     }
 
     pub fn accepts_http_routes(&self) -> bool {
@@ -72,8 +85,13 @@ impl ListenerModel {
     }
 }
 
-pub fn build_listener(spec: &GatewayListeners) -> ListenerModel {
-    let is_http = spec.protocol == "HTTP";
+pub fn build_listener(
+    snapshot: &Snapshot,
+    gateway_ns: &str,
+    spec: &GatewayListeners,
+) -> ListenerModel {
+    let is_https = spec.protocol == "HTTPS";
+    let is_http = spec.protocol == "HTTP" || is_https;
     let port = u16::try_from(spec.port).ok().filter(|p| *p != 0);
     let hostname = spec
         .hostname
@@ -91,10 +109,12 @@ pub fn build_listener(spec: &GatewayListeners) -> ListenerModel {
         Err((
             Reason::UnsupportedProtocol,
             format!(
-                "protocol {:?} is not supported; only HTTP is",
+                "protocol {:?} is not supported; only HTTP and HTTPS are",
                 spec.protocol
             ),
         ))
+    } else if let Some(e) = is_https.then(|| tls::mode_error(spec)).flatten() {
+        Err(e)
     } else if port.is_none() {
         Err((
             Reason::PortUnavailable,
@@ -119,6 +139,7 @@ pub fn build_listener(spec: &GatewayListeners) -> ListenerModel {
         namespaces: namespaces.unwrap_or(AllowedNamespaces::Same),
         conflict: None,
         attached_routes: 0,
+        tls: is_https.then(|| tls::resolve(snapshot, gateway_ns, spec)),
     }
 }
 

@@ -3,6 +3,7 @@
 mod addresses;
 mod conflicts;
 mod listeners;
+mod tls;
 
 pub use listeners::ListenerModel;
 
@@ -34,6 +35,11 @@ impl GatewayModel {
     pub fn listener_routable(&self, listener: &ListenerModel) -> bool {
         self.addresses.is_ok() && self.unusable.is_none() && listener.is_routable()
     }
+
+    /// Is this listener in the data plane (routable, certificates resolved)?
+    pub fn listener_served(&self, listener: &ListenerModel) -> bool {
+        self.listener_routable(listener) && listener.is_served()
+    }
 }
 
 /// Every Gateway whose class is ours, keyed by namespace/name.
@@ -52,7 +58,7 @@ pub fn build_gateways(
                 .spec
                 .listeners
                 .iter()
-                .map(listeners::build_listener)
+                .map(|l| listeners::build_listener(snapshot, &key.namespace, l))
                 .collect();
             conflicts::mark_conflicts(&mut listeners);
             let mut addresses =
@@ -107,7 +113,7 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
             "Gateway is accepted",
         ),
     };
-    let any_served = model.listeners.iter().any(|l| model.listener_routable(l));
+    let any_served = model.listeners.iter().any(|l| model.listener_served(l));
     let programmed = match (&model.addresses, &model.unusable) {
         (Ok(_), Some(why)) => Cond::new(
             ConditionType::Programmed,
@@ -172,14 +178,17 @@ fn listener_status(
         ),
         Err((reason, msg)) => Cond::new(ConditionType::Accepted, false, *reason, msg.clone()),
     };
-    let resolved = match &l.invalid_kinds {
-        None => Cond::new(
+    let resolved = match (&l.tls, &l.invalid_kinds) {
+        (Some(Err((reason, msg))), _) => {
+            Cond::new(ConditionType::ResolvedRefs, false, *reason, msg.clone())
+        }
+        (_, None) => Cond::new(
             ConditionType::ResolvedRefs,
             true,
             Reason::ResolvedRefs,
             "all references resolved",
         ),
-        Some(msg) => Cond::new(
+        (_, Some(msg)) => Cond::new(
             ConditionType::ResolvedRefs,
             false,
             Reason::InvalidRouteKinds,
@@ -195,7 +204,7 @@ fn listener_status(
         ),
         Some((reason, msg)) => Cond::new(ConditionType::Conflicted, true, *reason, msg.clone()),
     };
-    let programmed = if model.listener_routable(l) {
+    let programmed = if model.listener_served(l) {
         Cond::new(
             ConditionType::Programmed,
             true,

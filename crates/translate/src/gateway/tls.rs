@@ -1,0 +1,130 @@
+//! HTTPS listeners: resolves `tls.certificateRefs` to PEM material from
+//! core Secrets (type kubernetes.io/tls), honouring ReferenceGrants.
+
+use coxswain_api::gateway_api::apis::standard::gateways::{
+    GatewayListeners, GatewayListenersTlsCertificateRefs, GatewayListenersTlsMode,
+};
+use coxswain_api::{GATEWAY_GROUP, ObjectKey, Secret, Snapshot};
+use coxswain_ir::{PrivateKeyPem, TlsCertificate};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::conditions::Reason;
+use crate::reference_grant::{From, To, is_permitted};
+
+/// The certificates of an HTTPS listener, or why they are unusable.
+pub type TlsOutcome = Result<Vec<TlsCertificate>, (Reason, String)>;
+
+const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
+
+/// Is `tls.mode` something we can serve on an HTTPS listener? (Passthrough
+/// belongs to TLS listeners, which we do not support.)
+pub fn mode_error(spec: &GatewayListeners) -> Option<(Reason, String)> {
+    let mode = spec.tls.as_ref().and_then(|t| t.mode.as_ref());
+    matches!(mode, Some(GatewayListenersTlsMode::Passthrough)).then(|| {
+        (
+            Reason::UnsupportedValue,
+            "tls.mode Passthrough is not supported on HTTPS listeners".to_string(),
+        )
+    })
+}
+
+/// Resolves every certificateRef of an HTTPS listener of a Gateway in `gateway_ns`.
+pub fn resolve(snapshot: &Snapshot, gateway_ns: &str, spec: &GatewayListeners) -> TlsOutcome {
+    let refs = spec
+        .tls
+        .as_ref()
+        .and_then(|t| t.certificate_refs.as_deref())
+        .unwrap_or_default();
+    if refs.is_empty() {
+        return Err((
+            Reason::InvalidCertificateRef,
+            "HTTPS listener has no tls.certificateRefs".to_string(),
+        ));
+    }
+    refs.iter()
+        .map(|r| resolve_one(snapshot, gateway_ns, r))
+        .collect()
+}
+
+fn invalid(message: String) -> (Reason, String) {
+    (Reason::InvalidCertificateRef, message)
+}
+
+fn resolve_one(
+    snapshot: &Snapshot,
+    gateway_ns: &str,
+    r: &GatewayListenersTlsCertificateRefs,
+) -> Result<TlsCertificate, (Reason, String)> {
+    let group = r.group.as_deref().unwrap_or("");
+    let kind = r.kind.as_deref().unwrap_or("Secret");
+    if !group.is_empty() || kind != "Secret" {
+        return Err(invalid(format!(
+            "certificateRef {group}/{kind} {:?} is not a core Secret",
+            r.name
+        )));
+    }
+    let namespace = r.namespace.as_deref().unwrap_or(gateway_ns);
+    let from = From {
+        group: GATEWAY_GROUP,
+        kind: "Gateway",
+        namespace: gateway_ns,
+    };
+    let to = To {
+        group: "",
+        kind: "Secret",
+        namespace,
+        name: &r.name,
+    };
+    if !is_permitted(&snapshot.reference_grants, from, to) {
+        return Err((
+            Reason::RefNotPermitted,
+            format!(
+                "no ReferenceGrant in {namespace} allows this Gateway to use Secret {:?}",
+                r.name
+            ),
+        ));
+    }
+    let key = ObjectKey::new(namespace, &r.name);
+    let Some(secret) = snapshot.secrets.get(&key) else {
+        return Err(invalid(format!("Secret {key} not found")));
+    };
+    certificate_from(secret, &key).map_err(|why| invalid(format!("Secret {key}: {why}")))
+}
+
+/// A field of the Secret, from `data` or (files written by hand) `stringData`.
+fn field(secret: &Secret, name: &str) -> Option<Vec<u8>> {
+    let data = secret.data.as_ref().and_then(|d| d.get(name));
+    let string_data = || {
+        secret
+            .string_data
+            .as_ref()
+            .and_then(|d| d.get(name))
+            .map(|s| s.as_bytes().to_vec())
+    };
+    data.map(|b| b.0.clone()).or_else(string_data)
+}
+
+fn certificate_from(secret: &Secret, key: &ObjectKey) -> Result<TlsCertificate, String> {
+    let kind = secret.type_.as_deref().unwrap_or("Opaque");
+    if kind != TLS_SECRET_TYPE {
+        return Err(format!("type is {kind:?}, want {TLS_SECRET_TYPE:?}"));
+    }
+    let cert = field(secret, "tls.crt").ok_or("tls.crt is missing")?;
+    let private = field(secret, "tls.key").ok_or("tls.key is missing")?;
+    let chain: Vec<_> = CertificateDer::pem_slice_iter(&cert)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("tls.crt is not valid PEM: {e}"))?;
+    if chain.is_empty() {
+        return Err("tls.crt holds no PEM certificate".to_string());
+    }
+    PrivateKeyDer::from_pem_slice(&private)
+        .map_err(|e| format!("tls.key holds no usable PEM private key: {e}"))?;
+    let cert_chain_pem = String::from_utf8(cert).map_err(|_| "tls.crt is not UTF-8 text")?;
+    let key_pem = String::from_utf8(private).map_err(|_| "tls.key is not UTF-8 text")?;
+    Ok(TlsCertificate {
+        source: key.to_string(),
+        cert_chain_pem,
+        key_pem: PrivateKeyPem(key_pem.into()),
+    })
+}
