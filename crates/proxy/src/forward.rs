@@ -110,6 +110,7 @@ pub async fn serve<'r>(
                     path: &path,
                     query: query.as_deref(),
                     listener_port: conn.socket.port(),
+                    scheme: conn.scheme(),
                 };
                 let response = redirect_response(r, &input, matched);
                 return Forwarded {
@@ -154,7 +155,7 @@ pub async fn serve<'r>(
 
     // Upstream request: same method and headers, new URI, cleaned headers.
     strip_hop_by_hop(&mut parts.headers, true);
-    add_forwarded(&mut parts.headers, conn.client.ip());
+    add_forwarded(&mut parts.headers, conn.client.ip(), conn.scheme());
     let original_host = parts.headers.get(HOST).cloned().or_else(|| {
         parts
             .uri

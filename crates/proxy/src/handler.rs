@@ -35,6 +35,14 @@ pub struct ConnInfo {
     /// The configured socket (the routing table key).
     pub socket: SocketAddr,
     pub client: SocketAddr,
+    /// Arrived over TLS (an HTTPS socket).
+    pub https: bool,
+}
+
+impl ConnInfo {
+    pub fn scheme(&self) -> &'static str {
+        if self.https { "https" } else { "http" }
+    }
 }
 
 /// The Host the client asked for: `:authority` for HTTP/2, `Host` for

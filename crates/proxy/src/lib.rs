@@ -1,4 +1,5 @@
-//! The data plane. Serves HTTP/1.1 and h2c from a [`coxswain_ir::Config`]:
+//! The data plane. Serves HTTP/1.1 and h2c (and both over TLS on HTTPS
+//! sockets) from a [`coxswain_ir::Config`]:
 //! compiles it into lookup tables off the hot path and swaps them in
 //! atomically. Depends on the IR only — never on Gateway API types or kube.
 
@@ -21,6 +22,7 @@ mod metrics;
 mod route;
 pub mod router;
 mod server;
+mod tls;
 mod upstream;
 
 use std::collections::{BTreeSet, HashMap};
@@ -167,18 +169,37 @@ impl Proxy {
 
         // Kept listeners switch atomically; removed ones keep draining on
         // the table they had.
+        let tls_modes: HashMap<SocketAddr, Arc<tls::SocketTls>> = config
+            .listeners
+            .iter()
+            .map(|l| {
+                (
+                    SocketAddr::new(l.address, l.port),
+                    Arc::new(tls::socket_tls(l)),
+                )
+            })
+            .collect();
+        let tls_of = |addr: &SocketAddr| {
+            tls_modes
+                .get(addr)
+                .cloned()
+                .unwrap_or_else(|| Arc::new(tls::SocketTls::Plain))
+        };
         let router = Arc::new(router);
-        for task in listeners.values() {
+        for (addr, task) in listeners.iter() {
+            task.tls.store(tls_of(addr));
             task.table.store(router.clone());
         }
         inner.config.store(config);
         for (addr, listener) in fresh {
             let table = Arc::new(ArcSwap::new(router.clone()));
+            let tls = Arc::new(ArcSwap::new(tls_of(&addr)));
             let task = server::spawn(
                 listener,
                 addr,
                 shared.clone(),
                 table,
+                tls,
                 inner.options.drain_timeout,
             );
             listeners.insert(addr, task);

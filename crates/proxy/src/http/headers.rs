@@ -43,7 +43,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, is_request: bool) {
 }
 
 /// Appends the client IP to X-Forwarded-For and sets X-Forwarded-Proto.
-pub fn add_forwarded(headers: &mut HeaderMap, client: IpAddr) {
+pub fn add_forwarded(headers: &mut HeaderMap, client: IpAddr, scheme: &'static str) {
     let previous: Vec<&str> = headers
         .get_all(X_FORWARDED_FOR)
         .iter()
@@ -57,7 +57,7 @@ pub fn add_forwarded(headers: &mut HeaderMap, client: IpAddr) {
     if let Ok(value) = HeaderValue::from_str(&value) {
         headers.insert(X_FORWARDED_FOR, value);
     }
-    headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static("http"));
+    headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(scheme));
 }
 
 #[cfg(test)]
@@ -82,7 +82,7 @@ mod tests {
     fn appends_to_existing_forwarded_for() {
         let mut h = HeaderMap::new();
         h.insert(X_FORWARDED_FOR, HeaderValue::from_static("10.0.0.1"));
-        add_forwarded(&mut h, "127.0.0.1".parse().unwrap());
+        add_forwarded(&mut h, "127.0.0.1".parse().unwrap(), "http");
         assert_eq!(h.get(X_FORWARDED_FOR).unwrap(), "10.0.0.1, 127.0.0.1");
     }
 }

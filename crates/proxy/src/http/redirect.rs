@@ -11,6 +11,8 @@ pub struct RedirectInput<'a> {
     pub path: &'a str,
     pub query: Option<&'a str>,
     pub listener_port: u16,
+    /// The scheme the request arrived with; kept when the redirect sets none.
+    pub scheme: &'a str,
 }
 
 fn well_known_port(scheme: &str) -> Option<u16> {
@@ -23,7 +25,7 @@ fn well_known_port(scheme: &str) -> Option<u16> {
 
 /// The `Location` value for `redirect` applied to the request.
 pub fn location(redirect: &Redirect, input: &RedirectInput<'_>, matched: &CompiledMatch) -> String {
-    let scheme = redirect.scheme.as_deref().unwrap_or("http");
+    let scheme = redirect.scheme.as_deref().unwrap_or(input.scheme);
     let host = redirect.hostname.as_deref().unwrap_or(input.host);
     // Explicit port; else the well-known port of an explicit scheme; else the
     // listener's port.
