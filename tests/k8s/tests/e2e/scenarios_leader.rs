@@ -19,8 +19,13 @@ use crate::setup::{ADMIN, Env, POOL, start_controller};
 
 /// The second replica's admin endpoint (its own namespace's loopback).
 const REPLICA_ADMIN: &str = "127.0.0.1:9902";
-/// A follower retries every 5 s (RENEW_PERIOD); the leader releases on SIGTERM.
+/// Waits on the Lease holder (generous: the first check may race a renewal).
 const TAKEOVER_CAP: Duration = Duration::from_secs(15);
+/// From SIGTERM to the follower holding the Lease. A follower retries every
+/// 5 s (RENEW_PERIOD) and the leader hands the Lease back on SIGTERM; had it
+/// only expired (15 s after the last renewal, at most 5 s before SIGTERM),
+/// the takeover could not come sooner than 10 s after SIGTERM.
+const HANDOFF_CAP: Duration = Duration::from_secs(9);
 
 pub fn leader_election_and_handoff(env: &mut Env) -> anyhow::Result<()> {
     let gateway = ensure_demo(env)?;
@@ -74,7 +79,15 @@ fn two_replicas(
     let sigterm = Instant::now();
     env.controller.stop();
     let stopped = sigterm.elapsed();
-    wait_holder(env, replica.pid(), TAKEOVER_CAP)?;
+    ensure!(
+        env.controller.log_text().contains("lease released"),
+        "the leader did not hand the Lease back on SIGTERM"
+    );
+    wait_holder(
+        env,
+        replica.pid(),
+        HANDOFF_CAP.saturating_sub(sigterm.elapsed()),
+    )?;
     let takeover = sigterm.elapsed();
     let changed = Instant::now();
     change_route_and_wait_status(env, "/after-handoff")?;
