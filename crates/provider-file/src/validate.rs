@@ -4,6 +4,9 @@
 
 use std::collections::BTreeSet;
 
+use coxswain_api::gateway_api::apis::standard::gateways::{
+    GatewayListeners, GatewayListenersTlsMode,
+};
 use coxswain_api::gateway_api::apis::standard::httproutes::{
     HttpRouteRules, HttpRouteRulesFilters, HttpRouteRulesMatches,
 };
@@ -59,6 +62,44 @@ fn check_gateway(gateway: &Gateway, loc: &Locator<'_>, out: &mut Problems) {
         if let Some(hostname) = &listener.hostname {
             check_hostname(hostname, &format!("{at}.hostname"), loc, out);
         }
+        check_listener_tls(listener, &at, loc, out);
+    }
+}
+
+/// The CRD's rules on `tls`: forbidden for HTTP/TCP/UDP, required for
+/// HTTPS (mode Terminate, with certificateRefs or options) and TLS.
+fn check_listener_tls(
+    listener: &GatewayListeners,
+    at: &str,
+    loc: &Locator<'_>,
+    out: &mut Problems,
+) {
+    let protocol = listener.protocol.as_str();
+    let tls = listener.tls.as_ref();
+    let mut problem = |message: String| out.push((loc.find("protocol:", protocol, 0), message));
+    match (protocol, tls) {
+        ("HTTP" | "TCP" | "UDP", Some(_)) => {
+            problem(format!("{at}.tls must not be set for protocol {protocol}"));
+        }
+        ("HTTPS" | "TLS", None) => problem(format!("{at}.tls is required for protocol {protocol}")),
+        ("HTTPS", Some(tls)) => {
+            if matches!(tls.mode, Some(GatewayListenersTlsMode::Passthrough)) {
+                problem(format!(
+                    "{at}.tls.mode must be Terminate for protocol HTTPS"
+                ));
+            }
+            let refs = tls.certificate_refs.as_ref().map_or(0, Vec::len);
+            let options = tls.options.as_ref().map_or(0, |o| o.len());
+            if !matches!(tls.mode, Some(GatewayListenersTlsMode::Passthrough))
+                && refs == 0
+                && options == 0
+            {
+                problem(format!(
+                    "{at}.tls.certificateRefs or options must be set when mode is Terminate"
+                ));
+            }
+        }
+        _ => {}
     }
 }
 

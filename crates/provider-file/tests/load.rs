@@ -250,6 +250,26 @@ fn json_type_error_is_located() {
 }
 
 #[test]
+fn https_listener_tls_rules_are_checked() {
+    let dir = TempDir::new();
+    let gateway = "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata:\n  name: gw\nspec:\n  gatewayClassName: c\n  listeners:\n  - name: a\n    port: 443\n    protocol: HTTPS\n  - name: b\n    port: 80\n    protocol: HTTP\n    tls:\n      certificateRefs:\n      - name: cert\n  - name: c\n    port: 8443\n    protocol: HTTPS\n    tls:\n      mode: Terminate\n      certificateRefs:\n      - name: cert\n";
+    dir.write("gw.yaml", gateway);
+    let loaded = load_dir(dir.path());
+    let messages: Vec<_> = loaded.errors.iter().map(|e| e.message.clone()).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("listeners[0].tls is required"))
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("listeners[1].tls must not be set"))
+    );
+}
+
+#[test]
 fn schema_checks_are_located() {
     let dir = TempDir::new();
     let gateway = "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata:\n  name: gw\nspec:\n  gatewayClassName: c\n  listeners:\n  - name: http\n    port: 80\n    protocol: HTTP\n  - name: http\n    port: 70000\n    protocol: HTTP\n    hostname: bad_host\n";
