@@ -17,6 +17,7 @@
 
 pub mod address_pool;
 pub mod addresses;
+mod backoff;
 mod coalesce;
 mod controller;
 pub mod gateway_service;

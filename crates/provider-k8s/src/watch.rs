@@ -1,6 +1,7 @@
 //! One kube-runtime watcher per kind, feeding [`Change`]s to the controller.
-//! Watchers reconnect with kube-runtime's default backoff; while the API
-//! server is gone nothing changes, so the last good config keeps serving.
+//! Watchers reconnect with a short capped backoff ([`ReconnectBackoff`]);
+//! while the API server is gone nothing changes, so the last good config
+//! keeps serving.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 
+use crate::backoff::ReconnectBackoff;
 use crate::store::Change;
 
 /// Starts every watcher; they stop when the receiver is dropped.
@@ -65,7 +67,8 @@ fn spawn<K>(
     let changes = changes.clone();
     set.spawn(async move {
         // Default config: paginated list then watch (no streaming lists).
-        let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+        let stream =
+            watcher::watcher(api, watcher::Config::default()).backoff(ReconnectBackoff::default());
         let mut stream = std::pin::pin!(stream);
         let mut relist: Vec<Object> = Vec::new();
         let slim = |mut object: K| {
