@@ -192,11 +192,13 @@ bring_up() {
   log "starting coxswain controller as the chart's ServiceAccount (Gateway addresses from $POOL)"
   # The chart Deployment's arguments, plus the address pool; the fakelet cannot
   # give pods in-cluster credentials, so the binary runs as a process with the
-  # ServiceAccount's token (same RBAC as in a cluster).
+  # ServiceAccount's token (same RBAC as in a cluster). Not the chart's
+  # --gateway-class-name=coxswain: the suite creates GatewayClasses of its own
+  # with our controllerName (GatewayClassObservedGenerationBump) and expects
+  # them served, which is the binary's default.
   KUBECONFIG="$RUN/coxswain-sa.kubeconfig" start controller env RUST_LOG="${RUST_LOG:-info}" \
     "$OUT/coxswain" controller \
     --controller-name=coxswain-labs.dev/gateway-controller \
-    --gateway-class-name=coxswain \
     --leader-lease-namespace=coxswain-system \
     --leader-lease-name=coxswain-controller \
     --drain-timeout=30s \
