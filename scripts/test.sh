@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: formatting, lints, architecture rules, generated-file
 # drift, then every test — unit, translator golden files, proxy integration,
-# end-to-end with curl, and Kubernetes end-to-end on a real API server.
+# end-to-end with curl, Kubernetes end-to-end on a real API server — and the
+# upstream Gateway API conformance suite's GATEWAY-HTTP core tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
@@ -27,3 +28,6 @@ echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee "$target/test-output.log"
 passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' "$target/test-output.log" | awk '{s+=$4} END {print s+0}')
 echo "workspace: ${passed} passed, 0 failed"
+
+echo "== Gateway API conformance, GATEWAY-HTTP core (debug binaries from the test build)"
+COXSWAIN_CONFORMANCE_CARGO_PROFILE=dev scripts/conformance.sh --core-only
