@@ -137,11 +137,16 @@ pub fn translate_store(
     };
     let mut output = translate_with_addresses(&view, &options, &assigned);
     let mut job = StatusJob::default();
-    if let AddressMode::LoadBalancer { proxy_selector } = &config.addresses {
+    if let AddressMode::LoadBalancer { .. } = &config.addresses {
         overlay_load_balancer_addresses(&mut output.statuses, &view);
-        for (_, gw) in our_gateways(&view, &classes) {
+    }
+    for (_, gw) in our_gateways(&view, &classes) {
+        // Every Gateway gets an identity ServiceAccount carrying its
+        // spec.infrastructure labels and annotations (GEP-1867); the
+        // LoadBalancer mode also gets the Service that gives it an address.
+        job.service_accounts.extend(desired_service_account(gw));
+        if let AddressMode::LoadBalancer { proxy_selector } = &config.addresses {
             job.services.extend(desired_service(gw, proxy_selector));
-            job.service_accounts.extend(desired_service_account(gw));
         }
     }
     job.statuses = output.statuses.clone();

@@ -79,6 +79,11 @@ fn pool_mode_gives_each_gateway_its_own_socket() {
         "class filter and other controllers"
     );
     assert!(job.services.is_empty());
+    assert_eq!(
+        job.service_accounts.len(),
+        2,
+        "every Gateway gets its identity ServiceAccount in pool mode too"
+    );
 }
 
 #[test]

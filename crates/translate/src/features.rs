@@ -7,6 +7,7 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
     "GatewayAddressEmpty",
     "GatewayHTTPListenerIsolation",
+    "GatewayInfrastructure",
     "GatewayPort8080",
     "GatewayStaticAddresses",
     "HTTPRoute",

@@ -14,7 +14,7 @@ use coxswain_api::gateway_api::apis::standard::gateways::{
     GatewayStatus, GatewayStatusAddresses, GatewayStatusListeners,
     GatewayStatusListenersSupportedKinds,
 };
-use coxswain_api::{ObjectKey, Snapshot};
+use coxswain_api::{Gateway, ObjectKey, Snapshot};
 
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
 use crate::{AssignedAddresses, Options};
@@ -27,19 +27,35 @@ pub struct GatewayModel {
     pub addresses: Result<Vec<IpAddr>, String>,
     /// Set when the provider could not give this Gateway a usable address.
     pub unusable: Option<String>,
+    /// Set when `spec.infrastructure.parametersRef` cannot be honoured.
+    pub invalid_parameters: Option<String>,
     pub listeners: Vec<ListenerModel>,
 }
 
 impl GatewayModel {
     /// Is this listener served (and may routes attach to it)?
     pub fn listener_routable(&self, listener: &ListenerModel) -> bool {
-        self.addresses.is_ok() && self.unusable.is_none() && listener.is_routable()
+        self.addresses.is_ok()
+            && self.unusable.is_none()
+            && self.invalid_parameters.is_none()
+            && listener.is_routable()
     }
 
     /// Is this listener in the data plane (routable, certificates resolved)?
     pub fn listener_served(&self, listener: &ListenerModel) -> bool {
         self.listener_routable(listener) && listener.is_served()
     }
+}
+
+/// Coxswain does not apply any parameters resource yet (its own
+/// CoxswainGatewayParameters included), so any parametersRef is reported
+/// rather than silently ignored.
+fn invalid_parameters(gw: &Gateway) -> Option<String> {
+    let r = gw.spec.infrastructure.as_ref()?.parameters_ref.as_ref()?;
+    Some(format!(
+        "parametersRef {}/{} {:?} is not supported: Coxswain applies no Gateway parameters yet",
+        r.group, r.kind, r.name
+    ))
 }
 
 /// Every Gateway whose class is ours, keyed by namespace/name.
@@ -75,6 +91,7 @@ pub fn build_gateways(
                 generation: gw.metadata.generation,
                 addresses,
                 unusable,
+                invalid_parameters: invalid_parameters(gw),
                 listeners,
             };
             (key.clone(), model)
@@ -94,6 +111,12 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
         .filter(|l| l.accepted.is_ok())
         .count();
     let accepted = match &model.addresses {
+        _ if model.invalid_parameters.is_some() => Cond::new(
+            ConditionType::Accepted,
+            false,
+            Reason::InvalidParameters,
+            model.invalid_parameters.clone().unwrap_or_default(),
+        ),
         Err(e) => Cond::new(
             ConditionType::Accepted,
             false,
@@ -115,6 +138,12 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
     };
     let any_served = model.listeners.iter().any(|l| model.listener_served(l));
     let programmed = match (&model.addresses, &model.unusable) {
+        _ if model.invalid_parameters.is_some() => Cond::new(
+            ConditionType::Programmed,
+            false,
+            Reason::Invalid,
+            "Gateway is not accepted",
+        ),
         (Ok(_), Some(why)) => Cond::new(
             ConditionType::Programmed,
             false,
