@@ -10,12 +10,11 @@ use anyhow::Context;
 use coxswain_provider_k8s::{
     AddressMode, AddressPool, Client, ControllerConfig, Dataplane, LeaseConfig, Metrics, Timing,
 };
-use coxswain_proxy::{Proxy, ProxyOptions};
+use coxswain_proxy::Proxy;
 use coxswain_translate::Output;
-use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::admin::{Admin, ReloadOutcome, ReloadState};
+use crate::admin::{Admin, MetricsRenderer, ReloadOutcome, ReloadState};
 use crate::duration::parse_duration;
 
 #[derive(Debug, clap::Args)]
@@ -94,23 +93,10 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let client = Client::try_default()
         .await
         .context("cannot reach Kubernetes (KUBECONFIG or in-cluster config)")?;
-    let proxy = Proxy::new(ProxyOptions {
-        drain_timeout: args.drain_timeout,
-        ..ProxyOptions::default()
-    });
-    let state = Arc::new(ReloadState::default());
-    let admin_listener = TcpListener::bind(args.admin_address)
-        .await
-        .with_context(|| format!("cannot listen on admin address {}", args.admin_address))?;
-    tracing::info!(address = %args.admin_address, "admin listening");
     let metrics = Arc::new(Metrics::default());
     let rendered = metrics.clone();
-    let admin = Admin {
-        proxy: proxy.clone(),
-        state: state.clone(),
-        extra_metrics: Some(Arc::new(move |out: &mut String| rendered.render(out))),
-    };
-    tokio::spawn(admin.serve(admin_listener));
+    let render: MetricsRenderer = Arc::new(move |out: &mut String| rendered.render(out));
+    let (proxy, state) = Admin::start(args.admin_address, args.drain_timeout, Some(render)).await?;
 
     let lease_namespace = args
         .leader_lease_namespace

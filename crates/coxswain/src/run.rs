@@ -9,9 +9,8 @@ use anyhow::Context;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
 use coxswain_provider_file::{Loaded, Reload, Watcher};
-use coxswain_proxy::{Proxy, ProxyOptions};
+use coxswain_proxy::Proxy;
 use coxswain_translate::{Options, Translator};
-use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::admin::{Admin, ReloadOutcome, ReloadState};
@@ -25,21 +24,7 @@ pub fn now() -> Time {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let proxy = Proxy::new(ProxyOptions {
-        drain_timeout: args.drain_timeout,
-        ..ProxyOptions::default()
-    });
-    let state = Arc::new(ReloadState::default());
-    let admin_listener = TcpListener::bind(args.admin_address)
-        .await
-        .with_context(|| format!("cannot listen on admin address {}", args.admin_address))?;
-    tracing::info!(address = %args.admin_address, "admin listening");
-    let admin = Admin {
-        proxy: proxy.clone(),
-        state: state.clone(),
-        extra_metrics: None,
-    };
-    tokio::spawn(admin.serve(admin_listener));
+    let (proxy, state) = Admin::start(args.admin_address, args.drain_timeout, None).await?;
     if let Some(address) = args.echo {
         let listener = echo::bind(address).await?;
         tracing::info!(%address, "echo backend listening");

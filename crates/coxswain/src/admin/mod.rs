@@ -4,9 +4,13 @@ mod state;
 
 pub use state::{ReloadOutcome, ReloadState};
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use coxswain_proxy::Proxy;
+use anyhow::Context;
+
+use coxswain_proxy::{Proxy, ProxyOptions};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 use tokio::net::TcpListener;
@@ -29,6 +33,31 @@ pub struct Admin {
 }
 
 impl Admin {
+    /// Starts a proxy and the admin listener reporting on it: how both
+    /// `run` and `controller` begin.
+    pub async fn start(
+        address: SocketAddr,
+        drain_timeout: Duration,
+        extra_metrics: Option<MetricsRenderer>,
+    ) -> anyhow::Result<(Proxy, Arc<ReloadState>)> {
+        let proxy = Proxy::new(ProxyOptions {
+            drain_timeout,
+            ..ProxyOptions::default()
+        });
+        let state = Arc::new(ReloadState::default());
+        let listener = TcpListener::bind(address)
+            .await
+            .with_context(|| format!("cannot listen on admin address {address}"))?;
+        tracing::info!(%address, "admin listening");
+        let admin = Admin {
+            proxy: proxy.clone(),
+            state: state.clone(),
+            extra_metrics,
+        };
+        tokio::spawn(admin.serve(listener));
+        Ok((proxy, state))
+    }
+
     pub async fn serve(self, listener: TcpListener) {
         let admin = Arc::new(self);
         serve(listener, move |request| {
