@@ -2,6 +2,7 @@
 
 mod addresses;
 mod conflicts;
+mod frontend_tls;
 mod listeners;
 mod tls;
 
@@ -77,6 +78,7 @@ pub fn build_gateways(
                 .map(|l| listeners::build_listener(snapshot, &key.namespace, l))
                 .collect();
             conflicts::mark_conflicts(&mut listeners);
+            frontend_tls::refuse_unenforced(gw, &mut listeners);
             let mut addresses =
                 addresses::bind_addresses(gw.spec.addresses.as_deref(), options.default_address);
             let mut unusable = None;
