@@ -95,6 +95,9 @@ pub async fn serve<'r>(
     req: Request<Incoming>,
 ) -> Forwarded<'r> {
     let (mut parts, body) = req.into_parts();
+    // Before any route edit: a client's `Connection` list may name only its
+    // own headers, never one the gateway sets.
+    strip_hop_by_hop(&mut parts.headers, true);
     let path = parts.uri.path().to_string();
     let query = parts.uri.query().map(str::to_string);
     let mut new_path = None;
@@ -153,8 +156,7 @@ pub async fn serve<'r>(
         return local(StatusCode::SERVICE_UNAVAILABLE, "no healthy upstream\n");
     };
 
-    // Upstream request: same method and headers, new URI, cleaned headers.
-    strip_hop_by_hop(&mut parts.headers, true);
+    // Upstream request: same method and headers, new URI.
     add_forwarded(&mut parts.headers, conn.client.ip(), conn.scheme());
     let original_host = parts.headers.get(HOST).cloned().or_else(|| {
         parts

@@ -211,3 +211,36 @@ async fn rewrite_hostname_and_path_table() {
         "Host is preserved"
     );
 }
+
+/// A client's `Connection` header names hop-by-hop headers of its own; it
+/// must not delete a header the route's RequestHeaderModifier sets, nor one
+/// the gateway adds (X-Forwarded-*).
+#[tokio::test]
+async fn client_connection_header_cannot_strip_gateway_headers() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let r = with_filters(
+        route("r", &[], vec![prefix("/")], vec![to("echo", 1)]),
+        vec![Filter::RequestHeaders(HeaderModifier {
+            set: vec![hdr("x-route", "api-v1")],
+            add: vec![hdr("x-added", "1")],
+            ..Default::default()
+        })],
+    );
+    let (_proxy, _) = start_proxy(simple_config(port, vec![r], backend.addr)).await;
+    let req = request(port, "h.test", "/")
+        .header(
+            "connection",
+            "x-route, x-added, x-forwarded-for, x-forwarded-proto, x-client-hop",
+        )
+        .header("x-client-hop", "dropped");
+    let reply = send(&client(), req).await;
+    let seen = &reply.json()["headers"];
+    assert_eq!(seen["x-route"], "api-v1", "{seen}");
+    assert_eq!(seen["x-added"], "1", "{seen}");
+    assert_eq!(seen["x-forwarded-for"], "127.0.0.1", "{seen}");
+    assert_eq!(seen["x-forwarded-proto"], "http", "{seen}");
+    // The client's own hop-by-hop header still goes.
+    assert!(seen.get("x-client-hop").is_none(), "{seen}");
+    assert!(seen.get("connection").is_none(), "{seen}");
+}
