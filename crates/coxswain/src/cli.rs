@@ -2,11 +2,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-
-use crate::duration::parse_duration;
 
 /// Coxswain: a Kubernetes Gateway API implementation.
 ///
@@ -55,9 +52,8 @@ pub struct RunArgs {
     /// GatewayClasses with this spec.controllerName are served.
     #[arg(long, default_value = coxswain_translate::DEFAULT_CONTROLLER_NAME, value_name = "NAME")]
     pub controller_name: String,
-    /// How long in-flight requests may finish after SIGTERM (e.g. 30s, 500ms).
-    #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
-    pub drain_timeout: Duration,
+    #[command(flatten)]
+    pub proxy: crate::proxy_args::ProxyArgs,
     /// Also run the built-in echo backend on this address (handy for trying
     /// things out: one command gives a gateway and a backend).
     #[arg(long, value_name = "ADDR")]

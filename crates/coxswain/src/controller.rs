@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use coxswain_provider_k8s::{
@@ -15,7 +14,6 @@ use coxswain_translate::Output;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::admin::{Admin, MetricsRenderer, ReloadOutcome, ReloadState};
-use crate::duration::parse_duration;
 
 #[derive(Debug, clap::Args)]
 pub struct ControllerArgs {
@@ -46,9 +44,8 @@ pub struct ControllerArgs {
     /// Name of the leader-election Lease.
     #[arg(long, default_value = "coxswain-controller", value_name = "NAME")]
     pub leader_lease_name: String,
-    /// How long in-flight requests may finish after SIGTERM.
-    #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
-    pub drain_timeout: Duration,
+    #[command(flatten)]
+    pub proxy: crate::proxy_args::ProxyArgs,
 }
 
 fn parse_selector(text: &str) -> Result<(String, String), String> {
@@ -96,7 +93,8 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::default());
     let rendered = metrics.clone();
     let render: MetricsRenderer = Arc::new(move |out: &mut String| rendered.render(out));
-    let (proxy, state) = Admin::start(args.admin_address, args.drain_timeout, Some(render)).await?;
+    let (proxy, state) =
+        Admin::start(args.admin_address, args.proxy.options(), Some(render)).await?;
 
     let lease_namespace = args
         .leader_lease_namespace
@@ -151,7 +149,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     // Stop writing status first, then let another replica lead right away.
     let _ = controller.await;
     coxswain_provider_k8s::release(client, &lease).await;
-    tracing::info!(drain_timeout = ?args.drain_timeout, "shutting down: draining in-flight requests");
+    tracing::info!(drain_timeout = ?args.proxy.drain_timeout, "shutting down: draining in-flight requests");
     proxy.shutdown().await;
     tracing::info!("shutdown complete");
     Ok(())

@@ -24,7 +24,7 @@ pub fn now() -> Time {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let (proxy, state) = Admin::start(args.admin_address, args.drain_timeout, None).await?;
+    let (proxy, state) = Admin::start(args.admin_address, args.proxy.options(), None).await?;
     if let Some(address) = args.echo {
         let listener = echo::bind(address).await?;
         tracing::info!(%address, "echo backend listening");
@@ -68,7 +68,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             _ = interrupt.recv() => {}
         }
     }
-    tracing::info!(drain_timeout = ?args.drain_timeout, "shutting down: draining in-flight requests");
+    tracing::info!(drain_timeout = ?args.proxy.drain_timeout, "shutting down: draining in-flight requests");
     proxy.shutdown().await;
     tracing::info!("shutdown complete");
     Ok(())

@@ -1,18 +1,22 @@
 //! Per-request entry point: route lookup, the whole-request timeout and
 //! metrics. Forwarding lives in [`crate::forward`].
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use http::{Request, Response, StatusCode, Version, header::HOST};
+use http::uri::PathAndQuery;
+use http::{Request, Response, StatusCode, Uri, Version, header::HOST};
 use hyper::body::Incoming;
 
 use crate::forward::{self, Forwarded};
 use crate::http::body::{ProxyBody, plain};
+use crate::http::normalize::{PathError, PathOptions, normalize_path};
 use crate::metrics::{Metrics, StatusCounters};
+use crate::rejections::RejectReason;
 use crate::router::host::{MAX_HOST_LEN, normalize_host};
 use crate::router::{RequestView, Router};
 use crate::upstream::Upstreams;
@@ -27,6 +31,7 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// Counts requests no route matched.
     pub unmatched: Arc<StatusCounters>,
+    pub path: PathOptions,
 }
 
 /// Where a connection came in and from whom.
@@ -58,6 +63,26 @@ pub fn request_host<B>(req: &Request<B>) -> &str {
     raw.unwrap_or("")
 }
 
+/// Replaces the request's path with its normalised form (query kept), so
+/// routing and the upstream see the same path.
+fn normalize_request_path<B>(req: &mut Request<B>, options: &PathOptions) -> Result<(), PathError> {
+    let path = match normalize_path(req.uri().path(), options)? {
+        Cow::Borrowed(_) => return Ok(()),
+        Cow::Owned(path) => path,
+    };
+    let path_and_query = match req.uri().query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path,
+    };
+    let mut parts = req.uri().clone().into_parts();
+    parts.path_and_query = PathAndQuery::try_from(path_and_query).ok();
+    // The normalised path is built from the parsed one, so it stays valid.
+    if let Ok(uri) = Uri::from_parts(parts) {
+        *req.uri_mut() = uri;
+    }
+    Ok(())
+}
+
 pub async fn handle(
     shared: Arc<Shared>,
     table: SharedTable,
@@ -65,6 +90,12 @@ pub async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
     let started = Instant::now();
+    let mut req = req;
+    if let Err(reason) = normalize_request_path(&mut req, &shared.path) {
+        tracing::debug!(uri = %req.uri(), %reason, "bad request path");
+        shared.metrics.rejections.record(RejectReason::Path(reason));
+        return Ok(plain(StatusCode::BAD_REQUEST, "bad request path\n"));
+    }
     // Held for the whole request: in-flight requests keep their config.
     let table = table.load_full();
     let mut host_buf = [0u8; MAX_HOST_LEN];

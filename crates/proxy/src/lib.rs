@@ -19,6 +19,7 @@ mod h2c_pool;
 mod handler;
 pub mod http;
 mod metrics;
+mod rejections;
 mod route;
 pub mod router;
 mod server;
@@ -36,6 +37,8 @@ use coxswain_ir::Config;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+pub use crate::http::normalize::{EscapedSlashes, PathOptions};
+
 use handler::Shared;
 use metrics::Metrics;
 pub use route::CompiledRoute;
@@ -50,6 +53,8 @@ pub struct ProxyOptions {
     pub drain_timeout: Duration,
     /// Connect timeout for upstream connections.
     pub connect_timeout: Duration,
+    /// How request paths are normalised before matching.
+    pub path: PathOptions,
 }
 
 impl Default for ProxyOptions {
@@ -57,6 +62,7 @@ impl Default for ProxyOptions {
         ProxyOptions {
             drain_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
+            path: PathOptions::default(),
         }
     }
 }
@@ -94,6 +100,7 @@ impl Proxy {
         let shared = Shared {
             upstreams: upstream::Upstreams::new(options.connect_timeout),
             unmatched: metrics.route("").upstream(""),
+            path: options.path,
             metrics,
         };
         Proxy {

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: taken at config compile time and for rare status codes outside the per-route atomic slots
 use std::time::Duration;
 
+use crate::rejections::Rejections;
+
 /// Histogram bucket upper bounds in seconds.
 const BUCKETS: [f64; 12] = [
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -105,6 +107,7 @@ pub struct Metrics {
     routes: Mutex<BTreeMap<String, Arc<RouteMetrics>>>,
     pub connect_errors: AtomicU64,
     pub config_applies: AtomicU64,
+    pub rejections: Rejections,
 }
 
 impl Metrics {
@@ -165,6 +168,7 @@ impl Metrics {
                 value.load(Ordering::Relaxed)
             );
         }
+        self.rejections.render(out);
     }
 }
 

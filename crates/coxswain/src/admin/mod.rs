@@ -6,7 +6,6 @@ pub use state::{ReloadOutcome, ReloadState};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 
@@ -37,13 +36,10 @@ impl Admin {
     /// `run` and `controller` begin.
     pub async fn start(
         address: SocketAddr,
-        drain_timeout: Duration,
+        options: ProxyOptions,
         extra_metrics: Option<MetricsRenderer>,
     ) -> anyhow::Result<(Proxy, Arc<ReloadState>)> {
-        let proxy = Proxy::new(ProxyOptions {
-            drain_timeout,
-            ..ProxyOptions::default()
-        });
+        let proxy = Proxy::new(options);
         let state = Arc::new(ReloadState::default());
         let listener = TcpListener::bind(address)
             .await

@@ -2,5 +2,6 @@
 
 pub mod body;
 pub mod headers;
+pub mod normalize;
 pub mod path;
 pub mod redirect;

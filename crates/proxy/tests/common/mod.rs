@@ -303,3 +303,32 @@ where
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Sends raw bytes on a fresh connection and reads until the peer closes
+/// (the request should carry `Connection: close`) or 10 s pass. Returns what
+/// came back, lossily as text. For requests a well-behaved client would
+/// never send.
+pub async fn raw_exchange(port: u16, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect((LOCALHOST, port))
+        .await
+        .unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out)).await;
+    assert!(
+        read.is_ok(),
+        "no close within 10 s; got {:?}",
+        String::from_utf8_lossy(&out)
+    );
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The status code of a raw HTTP/1.1 response (0 when there is none).
+pub fn raw_status(response: &str) -> u16 {
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
