@@ -25,10 +25,15 @@ pub use snapshot::{Object, Snapshot};
 pub use gateway_api;
 pub use k8s_openapi;
 
-pub use gateway_api::apis::standard::gatewayclasses::GatewayClass;
-pub use gateway_api::apis::standard::gateways::Gateway;
-pub use gateway_api::apis::standard::httproutes::HttpRoute;
-pub use gateway_api::apis::standard::referencegrants::ReferenceGrant;
+/// The Gateway API types Coxswain reads: the experimental channel, a
+/// superset of the standard one, so that no field a user sets (retry,
+/// sessionPersistence, CORS, ...) is dropped while parsing.
+pub use gateway_api::apis::experimental as gw;
+
+pub use gw::gatewayclasses::GatewayClass;
+pub use gw::gateways::Gateway;
+pub use gw::httproutes::HttpRoute;
+pub use gw::referencegrants::ReferenceGrant;
 pub use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 pub use k8s_openapi::api::discovery::v1::EndpointSlice;
 

@@ -4,12 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use coxswain_api::gateway_api::apis::standard::gateways::{
-    GatewayListeners, GatewayListenersTlsMode,
-};
-use coxswain_api::gateway_api::apis::standard::httproutes::{
-    HttpRouteRules, HttpRouteRulesFilters, HttpRouteRulesMatches,
-};
+use coxswain_api::gw::gateways::{GatewayListeners, GatewayListenersTlsMode};
+use coxswain_api::gw::httproutes::{HttpRouteRules, HttpRouteRulesFilters, HttpRouteRulesMatches};
 use coxswain_api::{Gateway, HttpRoute, Object};
 use coxswain_ir::Hostname;
 
@@ -189,7 +185,7 @@ fn check_rule(rule: &HttpRouteRules, at: &str, loc: &Locator<'_>, out: &mut Prob
 }
 
 fn check_match(m: &HttpRouteRulesMatches, at: &str, loc: &Locator<'_>, out: &mut Problems) {
-    use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteRulesMatchesPathType as T;
+    use coxswain_api::gw::httproutes::HttpRouteRulesMatchesPathType as T;
     if let Some(path) = &m.path {
         let is_regex = matches!(path.r#type, Some(T::RegularExpression));
         if let Some(value) = &path.value

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use coxswain_api::gateway_api::apis::standard::gateways::GatewayStatus;
+use coxswain_api::gw::gateways::GatewayStatus;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use coxswain_api::{ObjectKey, Snapshot};
 use coxswain_translate::Statuses;

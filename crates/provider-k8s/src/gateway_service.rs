@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use coxswain_api::gateway_api::apis::standard::gateways::GatewayStatusAddresses;
+use coxswain_api::gw::gateways::GatewayStatusAddresses;
 use coxswain_api::{Gateway, Service};
 use k8s_openapi::api::core::v1::{ServiceAccount, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};

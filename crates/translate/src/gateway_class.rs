@@ -2,9 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use coxswain_api::gateway_api::apis::standard::gatewayclasses::{
-    GatewayClassStatus, GatewayClassStatusSupportedFeatures,
-};
+use coxswain_api::gw::gatewayclasses::{GatewayClassStatus, GatewayClassStatusSupportedFeatures};
 use coxswain_api::{ObjectKey, Snapshot};
 
 use crate::Options;

@@ -2,9 +2,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use coxswain_api::ObjectKey;
-use coxswain_api::gateway_api::apis::standard::gatewayclasses::GatewayClassStatus;
-use coxswain_api::gateway_api::apis::standard::gateways::GatewayStatus;
-use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteStatus;
+use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
+use coxswain_api::gw::gateways::GatewayStatus;
+use coxswain_api::gw::httproutes::HttpRouteStatus;
 
 /// The result of one translation.
 #[derive(Clone, Debug, Default)]

@@ -53,7 +53,7 @@ pub fn is_permitted(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coxswain_api::gateway_api::apis::standard::referencegrants::{
+    use coxswain_api::gw::referencegrants::{
         ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo,
     };
     use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

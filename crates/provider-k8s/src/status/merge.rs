@@ -3,9 +3,9 @@
 //! about a condition really changed, and with other controllers' route
 //! parents left alone. Also the "would this write change anything?" test.
 
-use coxswain_api::gateway_api::apis::standard::gatewayclasses::GatewayClassStatus;
-use coxswain_api::gateway_api::apis::standard::gateways::GatewayStatus;
-use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteStatus;
+use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
+use coxswain_api::gw::gateways::GatewayStatus;
+use coxswain_api::gw::httproutes::HttpRouteStatus;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde::Serialize;
 use serde_json::Value;

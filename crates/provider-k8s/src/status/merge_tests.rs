@@ -1,5 +1,5 @@
-use coxswain_api::gateway_api::apis::standard::gateways::GatewayStatus;
-use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteStatus;
+use coxswain_api::gw::gateways::GatewayStatus;
+use coxswain_api::gw::httproutes::HttpRouteStatus;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use pretty_assertions::assert_eq;
 use serde_json::json;

@@ -2,7 +2,7 @@
 
 use std::net::IpAddr;
 
-use coxswain_api::gateway_api::apis::standard::gateways::GatewayAddresses;
+use coxswain_api::gw::gateways::GatewayAddresses;
 
 /// Resolves the bind addresses (sorted, deduplicated), or explains why the
 /// requested addresses cannot be used.

@@ -1,8 +1,6 @@
 //! One Gateway listener: protocol, port, hostname, allowedRoutes.
 
-use coxswain_api::gateway_api::apis::standard::gateways::{
-    GatewayListeners, GatewayListenersAllowedRoutesNamespacesFrom,
-};
+use coxswain_api::gw::gateways::{GatewayListeners, GatewayListenersAllowedRoutesNamespacesFrom};
 use coxswain_api::{GATEWAY_GROUP, Snapshot};
 use coxswain_ir::Hostname;
 

@@ -11,7 +11,7 @@ pub use listeners::ListenerModel;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use coxswain_api::gateway_api::apis::standard::gateways::{
+use coxswain_api::gw::gateways::{
     GatewayStatus, GatewayStatusAddresses, GatewayStatusListeners,
     GatewayStatusListenersSupportedKinds,
 };

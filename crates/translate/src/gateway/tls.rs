@@ -1,7 +1,7 @@
 //! HTTPS listeners: resolves `tls.certificateRefs` to PEM material from
 //! core Secrets (type kubernetes.io/tls), honouring ReferenceGrants.
 
-use coxswain_api::gateway_api::apis::standard::gateways::{
+use coxswain_api::gw::gateways::{
     GatewayListeners, GatewayListenersTlsCertificateRefs, GatewayListenersTlsMode,
 };
 use coxswain_api::{GATEWAY_GROUP, ObjectKey, Secret, Snapshot};

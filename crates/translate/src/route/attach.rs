@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use coxswain_api::gateway_api::apis::standard::httproutes::{
+use coxswain_api::gw::httproutes::{
     HttpRouteParentRefs, HttpRouteStatus, HttpRouteStatusParents, HttpRouteStatusParentsParentRef,
 };
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -1,6 +1,6 @@
 //! backendRefs -> clusters: kind, ReferenceGrant, Service and port, protocol.
 
-use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteRulesBackendRefs;
+use coxswain_api::gw::httproutes::HttpRouteRulesBackendRefs;
 use coxswain_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! HTTPRoute filters -> IR filters, with validation.
 
-use coxswain_api::gateway_api::apis::standard::httproutes::{
+use coxswain_api::gw::httproutes::{
     HttpRouteRulesBackendRefsFilters, HttpRouteRulesBackendRefsFiltersType, HttpRouteRulesFilters,
     HttpRouteRulesFiltersRequestRedirect, HttpRouteRulesFiltersRequestRedirectPath,
     HttpRouteRulesFiltersRequestRedirectPathType, HttpRouteRulesFiltersRequestRedirectScheme,
@@ -63,6 +63,7 @@ pub fn compile_rule_filters(
             HttpRouteRulesFiltersType::RequestMirror => return Err(unsupported("RequestMirror")),
             HttpRouteRulesFiltersType::ExtensionRef => return Err(unsupported("ExtensionRef")),
             HttpRouteRulesFiltersType::Cors => return Err(unsupported("CORS")),
+            HttpRouteRulesFiltersType::ExternalAuth => return Err(unsupported("ExternalAuth")),
         };
         if seen.contains(&name) {
             return Err(format!("filter {name} may appear only once per rule"));
@@ -278,7 +279,7 @@ fn precise_hostname(value: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coxswain_api::gateway_api::apis::standard::httproutes::{
+    use coxswain_api::gw::httproutes::{
         HttpRouteRulesFiltersRequestHeaderModifier, HttpRouteRulesFiltersRequestHeaderModifierSet,
     };
 

@@ -1,6 +1,6 @@
 //! HTTPRoute matches -> IR matches, with validation.
 
-use coxswain_api::gateway_api::apis::standard::httproutes::{
+use coxswain_api::gw::httproutes::{
     HttpRouteRulesMatches, HttpRouteRulesMatchesHeadersType, HttpRouteRulesMatchesMethod,
     HttpRouteRulesMatchesPathType, HttpRouteRulesMatchesQueryParamsType,
 };
@@ -146,9 +146,7 @@ fn method_name(m: &HttpRouteRulesMatchesMethod) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coxswain_api::gateway_api::apis::standard::httproutes::{
-        HttpRouteRulesMatchesHeaders, HttpRouteRulesMatchesPath,
-    };
+    use coxswain_api::gw::httproutes::{HttpRouteRulesMatchesHeaders, HttpRouteRulesMatchesPath};
 
     fn path(kind: HttpRouteRulesMatchesPathType, value: &str) -> HttpRouteRulesMatches {
         HttpRouteRulesMatches {

@@ -10,7 +10,7 @@ mod rules;
 pub use attach::{ListenerRoutes, RouteMemo, attach_routes};
 pub use backends::ClusterSpec;
 
-use coxswain_api::gateway_api::apis::standard::httproutes::HttpRouteRules;
+use coxswain_api::gw::httproutes::HttpRouteRules;
 use coxswain_api::{HttpRoute, ObjectKey};
 use coxswain_ir::{BackendTarget, Hostname, Route, RouteId, WeightedBackend};
 

@@ -1,6 +1,6 @@
 //! One HTTPRoute rule: matches, filters, backends and timeouts.
 
-use coxswain_api::gateway_api::apis::standard::httproutes::{
+use coxswain_api::gw::httproutes::{
     HttpRouteRules, HttpRouteRulesFiltersType, HttpRouteRulesTimeouts,
 };
 use coxswain_ir::{Filter, RouteMatch, Timeouts};
@@ -66,6 +66,9 @@ pub fn compile_rule(
         reason: Reason::UnsupportedValue,
         message: format!("rule {index}: {e}"),
     };
+    if let Some(field) = unsupported_field(rule) {
+        return Err(prefix(format!("{field} is not supported yet")));
+    }
     let matches = compile_matches(rule.matches.as_deref()).map_err(prefix)?;
     let filters = compile_rule_filters(rule.filters.as_deref(), &matches).map_err(prefix)?;
     let timeouts = compile_timeouts(rule.timeouts.as_ref()).map_err(prefix)?;
@@ -86,6 +89,18 @@ pub fn compile_rule(
         backends,
         timeouts,
     })
+}
+
+/// A rule field we parse but cannot honour yet: the rule is dropped rather
+/// than served without it.
+fn unsupported_field(rule: &HttpRouteRules) -> Option<&'static str> {
+    if rule.retry.is_some() {
+        Some("retry")
+    } else if rule.session_persistence.is_some() {
+        Some("sessionPersistence")
+    } else {
+        None
+    }
 }
 
 /// The spec's example of incompatible filters: a rule cannot both redirect
