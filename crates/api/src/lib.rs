@@ -17,10 +17,10 @@
 )]
 
 mod key;
-mod snapshot;
+mod kinds;
 
 pub use key::ObjectKey;
-pub use snapshot::{Object, Snapshot};
+pub use kinds::{ApiObject, Kind, KindVisitor, Object, Snapshot, same_objects};
 
 pub use gateway_api;
 pub use k8s_openapi;

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use coxswain_api::Object;
 use coxswain_provider_file::load_dir;
 use coxswain_translate::{Options, Output, translate};
-use serde_json::Value;
 
 use crate::cli::{CheckArgs, OutputFormat};
 use crate::conditions::conditions;
@@ -76,7 +75,7 @@ fn print_summary(objects: &[Object], output: &Output) {
 fn print_list(objects: &[Object], output: &Output, format: OutputFormat) -> anyhow::Result<()> {
     let mut items = Vec::with_capacity(objects.len());
     for object in objects {
-        let mut value = object_json(object)?;
+        let mut value = object.to_json()?;
         if let (Some(status), Some(map)) = (
             output.statuses.status_json(object.kind(), &object.key()),
             value.as_object_mut(),
@@ -91,19 +90,4 @@ fn print_list(objects: &[Object], output: &Output, format: OutputFormat) -> anyh
         OutputFormat::Yaml => print!("{}", serde_yaml_ng::to_string(&list)?),
     }
     Ok(())
-}
-
-/// An object as Kubernetes would print it (with apiVersion and kind).
-pub fn object_json(object: &Object) -> serde_json::Result<Value> {
-    match object {
-        Object::GatewayClass(o) => serde_json::to_value(&**o),
-        Object::Gateway(o) => serde_json::to_value(&**o),
-        Object::HttpRoute(o) => serde_json::to_value(&**o),
-        Object::ReferenceGrant(o) => serde_json::to_value(&**o),
-        Object::Service(o) => serde_json::to_value(&**o),
-        Object::EndpointSlice(o) => serde_json::to_value(&**o),
-        Object::Namespace(o) => serde_json::to_value(&**o),
-        Object::Secret(o) => serde_json::to_value(&**o),
-        Object::ConfigMap(o) => serde_json::to_value(&**o),
-    }
 }

@@ -1,8 +1,8 @@
 //! Reads conditions out of computed statuses (as JSON, so one walk serves
 //! GatewayClass, Gateway and HTTPRoute alike) for summaries and logs.
 
-use coxswain_api::ObjectKey;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use coxswain_api::{Kind, ObjectKey};
 use coxswain_translate::Statuses;
 use serde_json::Value;
 
@@ -158,13 +158,13 @@ pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> 
 }
 
 /// Every (kind, key, status) the translator computed, in a stable order.
-pub fn all_statuses(statuses: &Statuses) -> Vec<(&'static str, ObjectKey, Value)> {
+pub fn all_statuses(statuses: &Statuses) -> Vec<(Kind, ObjectKey, Value)> {
     let keys = statuses
         .gateway_classes
         .keys()
-        .map(|k| ("GatewayClass", k))
-        .chain(statuses.gateways.keys().map(|k| ("Gateway", k)))
-        .chain(statuses.http_routes.keys().map(|k| ("HTTPRoute", k)));
+        .map(|k| (Kind::GatewayClass, k))
+        .chain(statuses.gateways.keys().map(|k| (Kind::Gateway, k)))
+        .chain(statuses.http_routes.keys().map(|k| (Kind::HttpRoute, k)));
     keys.filter_map(|(kind, key)| {
         let status = statuses.status_json(kind, key)?;
         Some((kind, key.clone(), status))

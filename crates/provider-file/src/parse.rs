@@ -1,15 +1,14 @@
 //! Turns one file's text into typed objects, or located errors.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use coxswain_api::Object;
+use coxswain_api::{ApiObject, Kind, KindVisitor, Object};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::LoadError;
 use crate::documents::{Document, split_yaml};
-use crate::kinds::{Kind, Recognised, object_meta_mut, recognise};
+use crate::kinds::{Recognised, recognise};
 use crate::locate::Locator;
 use crate::validate::validate;
 
@@ -134,22 +133,19 @@ fn parse_source(
 }
 
 fn decode_object(kind: Kind, source: &Source<'_>) -> Result<Object, (usize, usize, String)> {
-    Ok(match kind {
-        Kind::GatewayClass => Object::GatewayClass(Arc::new(source.decode()?)),
-        Kind::Gateway => Object::Gateway(Arc::new(source.decode()?)),
-        Kind::HttpRoute => Object::HttpRoute(Arc::new(source.decode()?)),
-        Kind::ReferenceGrant => Object::ReferenceGrant(Arc::new(source.decode()?)),
-        Kind::Service => Object::Service(Arc::new(source.decode()?)),
-        Kind::EndpointSlice => Object::EndpointSlice(Arc::new(source.decode()?)),
-        Kind::Namespace => Object::Namespace(Arc::new(source.decode()?)),
-        Kind::Secret => Object::Secret(Arc::new(source.decode()?)),
-        Kind::ConfigMap => Object::ConfigMap(Arc::new(source.decode()?)),
-    })
+    struct Decode<'a, 'b>(&'a Source<'b>);
+    impl KindVisitor for Decode<'_, '_> {
+        type Output = Result<Object, (usize, usize, String)>;
+        fn visit<T: ApiObject>(self, _: Kind, wrap: fn(T) -> Object) -> Self::Output {
+            self.0.decode::<T>().map(wrap)
+        }
+    }
+    kind.visit(Decode(source))
 }
 
 /// Defaults the namespace and insists on a name. Returns problems found.
 fn normalise(kind: Kind, object: &mut Object) -> Option<String> {
-    let meta = object_meta_mut(object)?;
+    let meta = object.meta_mut()?;
     if meta.name.as_deref().unwrap_or_default().is_empty() {
         return Some(format!("{kind:?} has no metadata.name"));
     }

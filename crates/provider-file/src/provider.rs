@@ -8,11 +8,10 @@ use std::path::{Path, PathBuf};
 
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
-use coxswain_api::{Object, ObjectKey, Snapshot};
+use coxswain_api::{Kind, Object, ObjectKey, Snapshot};
 
 use crate::LoadError;
 use crate::files::list_config_files;
-use crate::kinds::object_meta_mut;
 use crate::parse::{Parsed, parse_file};
 
 /// Everything loaded from the directory at one moment.
@@ -26,7 +25,7 @@ pub struct Loaded {
     pub errors: Vec<LoadError>,
 }
 
-type Id = (&'static str, ObjectKey);
+type Id = (Kind, ObjectKey);
 
 #[derive(Default)]
 struct FileState {
@@ -145,7 +144,7 @@ impl FileProvider {
         for parsed in &mut new {
             let id = (parsed.object.kind(), parsed.object.key());
             if let Some(old) = previous.get(&id)
-                && same_content(old, &parsed.object)
+                && old.same_content(&parsed.object)
             {
                 parsed.object = (*old).clone();
             }
@@ -263,22 +262,6 @@ impl FileProvider {
     }
 }
 
-/// Equal kind and equal content.
-fn same_content(a: &Object, b: &Object) -> bool {
-    match (a, b) {
-        (Object::GatewayClass(a), Object::GatewayClass(b)) => a == b,
-        (Object::Gateway(a), Object::Gateway(b)) => a == b,
-        (Object::HttpRoute(a), Object::HttpRoute(b)) => a == b,
-        (Object::ReferenceGrant(a), Object::ReferenceGrant(b)) => a == b,
-        (Object::Service(a), Object::Service(b)) => a == b,
-        (Object::EndpointSlice(a), Object::EndpointSlice(b)) => a == b,
-        (Object::Namespace(a), Object::Namespace(b)) => a == b,
-        (Object::Secret(a), Object::Secret(b)) => a == b,
-        (Object::ConfigMap(a), Object::ConfigMap(b)) => a == b,
-        _ => false,
-    }
-}
-
 /// Defaults creationTimestamp (epoch + first-seen order, in seconds) and
 /// generation (1), as an API server would have set them.
 fn stamp(first_seen: &mut HashMap<Id, i64>, object: &mut Object) {
@@ -286,7 +269,7 @@ fn stamp(first_seen: &mut HashMap<Id, i64>, object: &mut Object) {
     let order = *first_seen
         .entry((object.kind(), object.key()))
         .or_insert(next);
-    let Some(meta) = object_meta_mut(object) else {
+    let Some(meta) = object.meta_mut() else {
         return;
     };
     if meta.creation_timestamp.is_none() {

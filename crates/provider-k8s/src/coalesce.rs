@@ -50,7 +50,7 @@ mod tests {
     use super::*;
 
     fn change() -> Change {
-        Change::Delete("Service", ObjectKey::new("default", "x"))
+        Change::Delete(coxswain_api::Kind::Service, ObjectKey::new("default", "x"))
     }
 
     #[tokio::test(start_paused = true)]

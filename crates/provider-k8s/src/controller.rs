@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
-use coxswain_translate::{Options, Output, translate_with_addresses};
+use coxswain_translate::{Options, Output, Translator};
 use kube::Client;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -81,6 +81,8 @@ pub async fn run<D: Dataplane>(
         metrics.clone(),
     ));
     let mut store = Store::default();
+    // Memoises per-route results: a one-route change costs about one route.
+    let mut translator = Translator::new();
     let mut served: Option<coxswain_ir::Config> = None;
     let mut announced_ready = false;
     while let Some(change) = changes.recv().await {
@@ -100,7 +102,7 @@ pub async fn run<D: Dataplane>(
             announced_ready = true;
         }
         let translate_start = Instant::now();
-        let (output, job) = translate_store(&store, &config, Timestamp::now());
+        let (output, job) = translate_store(&mut translator, &store, &config, Timestamp::now());
         let ir_changed = served.as_ref() != Some(&output.ir);
         let timing = Timing {
             first_change: first,
@@ -119,6 +121,7 @@ pub async fn run<D: Dataplane>(
 
 /// One translation of the store's current state, plus the writer's job.
 pub fn translate_store(
+    translator: &mut Translator,
     store: &Store,
     config: &ControllerConfig,
     now: Timestamp,
@@ -135,7 +138,7 @@ pub fn translate_store(
         default_address: config.default_address,
         now: Time(now),
     };
-    let mut output = translate_with_addresses(&view, &options, &assigned);
+    let mut output = translator.translate_with_addresses(&view, &options, &assigned);
     let mut job = StatusJob::default();
     if let AddressMode::LoadBalancer { .. } = &config.addresses {
         overlay_load_balancer_addresses(&mut output.statuses, &view);

@@ -5,11 +5,12 @@ use coxswain_api::{Gateway, GatewayClass, Object, ObjectKey};
 use serde_json::json;
 
 use super::*;
-use crate::store::{Change, KINDS};
+use crate::store::Change;
+use coxswain_api::Kind;
 
 fn store() -> Store {
     let mut store = Store::default();
-    for kind in KINDS {
+    for kind in Kind::ALL.iter().copied() {
         store.apply(Change::Replace(kind, vec![]));
     }
     for (name, controller) in [("ours", "me"), ("filtered", "me"), ("theirs", "other")] {
@@ -56,6 +57,7 @@ fn config(addresses: AddressMode) -> ControllerConfig {
 fn pool_mode_gives_each_gateway_its_own_socket() {
     let pool = "127.0.10.0/24".parse().unwrap();
     let (output, job) = translate_store(
+        &mut coxswain_translate::Translator::new(),
         &store(),
         &config(AddressMode::Pool(pool)),
         Timestamp::UNIX_EPOCH,
@@ -92,7 +94,12 @@ fn load_balancer_mode_wants_a_service_per_gateway() {
     let mode = AddressMode::LoadBalancer {
         proxy_selector: selector,
     };
-    let (output, job) = translate_store(&store(), &config(mode), Timestamp::UNIX_EPOCH);
+    let (output, job) = translate_store(
+        &mut coxswain_translate::Translator::new(),
+        &store(),
+        &config(mode),
+        Timestamp::UNIX_EPOCH,
+    );
     let names: Vec<_> = job
         .services
         .iter()

@@ -3,35 +3,22 @@
 
 use std::collections::BTreeSet;
 
-use coxswain_api::{Object, ObjectKey, Snapshot};
-
-/// Every kind the controller watches, as [`Object::kind`] names them.
-pub const KINDS: [&str; 9] = [
-    "GatewayClass",
-    "Gateway",
-    "HTTPRoute",
-    "ReferenceGrant",
-    "Service",
-    "EndpointSlice",
-    "Namespace",
-    "Secret",
-    "ConfigMap",
-];
+use coxswain_api::{Kind, Object, ObjectKey, Snapshot};
 
 /// One thing a watcher saw.
 #[derive(Debug)]
 pub enum Change {
     Apply(Object),
-    Delete(&'static str, ObjectKey),
+    Delete(Kind, ObjectKey),
     /// A complete (re)list of a kind: replaces everything of that kind, so
     /// deletions missed while disconnected disappear too.
-    Replace(&'static str, Vec<Object>),
+    Replace(Kind, Vec<Object>),
 }
 
 #[derive(Debug, Default)]
 pub struct Store {
     snapshot: Snapshot,
-    listed: BTreeSet<&'static str>,
+    listed: BTreeSet<Kind>,
 }
 
 impl Store {
@@ -40,7 +27,7 @@ impl Store {
             Change::Apply(object) => self.snapshot.insert(object),
             Change::Delete(kind, key) => self.snapshot.remove(kind, &key),
             Change::Replace(kind, objects) => {
-                self.clear(kind);
+                self.snapshot.clear(kind);
                 for object in objects {
                     self.snapshot.insert(object);
                 }
@@ -51,27 +38,11 @@ impl Store {
 
     /// Has every kind been listed at least once?
     pub fn ready(&self) -> bool {
-        KINDS.iter().all(|kind| self.listed.contains(kind))
+        Kind::ALL.iter().all(|kind| self.listed.contains(kind))
     }
 
     pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot
-    }
-
-    fn clear(&mut self, kind: &str) {
-        let s = &mut self.snapshot;
-        match kind {
-            "GatewayClass" => s.gateway_classes.clear(),
-            "Gateway" => s.gateways.clear(),
-            "HTTPRoute" => s.http_routes.clear(),
-            "ReferenceGrant" => s.reference_grants.clear(),
-            "Service" => s.services.clear(),
-            "EndpointSlice" => s.endpoint_slices.clear(),
-            "Namespace" => s.namespaces.clear(),
-            "Secret" => s.secrets.clear(),
-            "ConfigMap" => s.config_maps.clear(),
-            _ => {}
-        }
     }
 }
 
@@ -99,20 +70,24 @@ mod tests {
     #[test]
     fn ready_only_after_every_kind_is_listed() {
         let mut store = Store::default();
-        for kind in &KINDS[..KINDS.len() - 1] {
-            store.apply(Change::Replace(kind, vec![]));
+        let (last, others) = Kind::ALL.split_last().unwrap();
+        for kind in others {
+            store.apply(Change::Replace(*kind, vec![]));
             assert!(!store.ready());
         }
-        store.apply(Change::Replace("ConfigMap", vec![]));
+        store.apply(Change::Replace(*last, vec![]));
         assert!(store.ready());
     }
 
     #[test]
     fn relist_drops_objects_deleted_while_disconnected() {
         let mut store = Store::default();
-        store.apply(Change::Replace("Service", vec![service("a"), service("b")]));
+        store.apply(Change::Replace(
+            Kind::Service,
+            vec![service("a"), service("b")],
+        ));
         store.apply(Change::Apply(namespace("default")));
-        store.apply(Change::Replace("Service", vec![service("b")]));
+        store.apply(Change::Replace(Kind::Service, vec![service("b")]));
         let keys: Vec<_> = store.snapshot().services.keys().cloned().collect();
         assert_eq!(keys, vec![ObjectKey::new("default", "b")]);
         assert_eq!(store.snapshot().namespaces.len(), 1);
@@ -123,7 +98,10 @@ mod tests {
         let mut store = Store::default();
         store.apply(Change::Apply(service("a")));
         assert_eq!(store.snapshot().services.len(), 1);
-        store.apply(Change::Delete("Service", ObjectKey::new("default", "a")));
+        store.apply(Change::Delete(
+            Kind::Service,
+            ObjectKey::new("default", "a"),
+        ));
         assert!(store.snapshot().services.is_empty());
     }
 }

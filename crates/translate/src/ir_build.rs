@@ -5,14 +5,13 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use coxswain_api::{EndpointSlice, ObjectKey, Snapshot};
+use coxswain_api::{EndpointSlice, ObjectKey, Snapshot, same_objects};
 use coxswain_ir::{
     Cluster, Config, GatewayListener, HostSpecificity, IR_VERSION, Listener, ListenerProtocol,
 };
 
 use crate::endpoints::SliceIndex;
 use crate::gateway::GatewayModel;
-use crate::memo::same_objects;
 use crate::route::{ClusterSpec, ListenerRoutes};
 
 pub fn build_config(

@@ -3,7 +3,8 @@
 //!
 //! A route's outcome depends on the route object and on everything else a
 //! route reads (GatewayClasses, Gateways, Services, ReferenceGrants,
-//! Namespaces, the options and assigned addresses): the "world". Objects
+//! Namespaces — the kinds table marks them `route_input` — the options and
+//! assigned addresses): the "world". Objects
 //! are compared by identity (`Arc::ptr_eq`): providers keep an unchanged
 //! object's `Arc`. If the world changed, every route is recomputed; if only
 //! routes changed, only those are. Gateways, statuses of Gateways and
@@ -12,7 +13,6 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use coxswain_api::{ObjectKey, Snapshot};
 
@@ -70,7 +70,7 @@ struct World {
     controller_name: String,
     default_address: IpAddr,
     assigned: BTreeMap<ObjectKey, AssignedAddresses>,
-    /// The snapshot without routes, endpoints, secrets and config maps.
+    /// The snapshot's route inputs ([`coxswain_api::Kind::route_input`]).
     objects: Snapshot,
 }
 
@@ -84,14 +84,7 @@ impl World {
             controller_name: options.controller_name.clone(),
             default_address: options.default_address,
             assigned: assigned.clone(),
-            objects: Snapshot {
-                gateway_classes: snapshot.gateway_classes.clone(),
-                gateways: snapshot.gateways.clone(),
-                reference_grants: snapshot.reference_grants.clone(),
-                services: snapshot.services.clone(),
-                namespaces: snapshot.namespaces.clone(),
-                ..Snapshot::default()
-            },
+            objects: snapshot.route_inputs(),
         }
     }
 
@@ -103,25 +96,9 @@ impl World {
         options: &Options,
         assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
     ) -> bool {
-        let (a, b) = (&self.objects, snapshot);
         self.controller_name == options.controller_name
             && self.default_address == options.default_address
             && self.assigned == *assigned
-            && same_objects(&a.gateway_classes, &b.gateway_classes)
-            && same_objects(&a.gateways, &b.gateways)
-            && same_objects(&a.reference_grants, &b.reference_grants)
-            && same_objects(&a.services, &b.services)
-            && same_objects(&a.namespaces, &b.namespaces)
+            && self.objects.same_route_inputs(snapshot)
     }
-}
-
-/// Same keys, each holding the very same object.
-pub(crate) fn same_objects<T>(
-    a: &BTreeMap<ObjectKey, Arc<T>>,
-    b: &BTreeMap<ObjectKey, Arc<T>>,
-) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|((ka, va), (kb, vb))| ka == kb && Arc::ptr_eq(va, vb))
 }

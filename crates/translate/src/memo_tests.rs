@@ -94,7 +94,7 @@ fn edit(s: &mut Snapshot, rng: &mut Rng) {
         5 => {
             let key = s.http_routes.keys().nth(rng.below(13) as usize).cloned();
             if let Some(key) = key {
-                s.remove("HTTPRoute", &key);
+                s.remove(coxswain_api::Kind::HttpRoute, &key);
             }
         }
         6 => s.insert(gateway(rng)),
@@ -104,7 +104,7 @@ fn edit(s: &mut Snapshot, rng: &mut Rng) {
             if rng.below(2) == 0 {
                 s.insert(service(ns, name));
             } else {
-                s.remove("Service", &coxswain_api::ObjectKey::new(ns, name));
+                s.remove(coxswain_api::Kind::Service, &coxswain_api::ObjectKey::new(ns, name));
             }
         }
         8 => {

@@ -1,10 +1,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use coxswain_api::ObjectKey;
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
 use coxswain_api::gw::gateways::GatewayStatus;
 use coxswain_api::gw::httproutes::HttpRouteStatus;
+use coxswain_api::{Kind, ObjectKey};
 
 /// The result of one translation.
 #[derive(Clone, Debug, Default)]
@@ -26,12 +26,12 @@ pub struct Statuses {
 
 impl Statuses {
     /// The computed `status` of one object as JSON, for writing back or
-    /// printing. `kind` is the Kubernetes kind (`Gateway`, `HTTPRoute`, ...).
-    pub fn status_json(&self, kind: &str, key: &ObjectKey) -> Option<serde_json::Value> {
+    /// printing.
+    pub fn status_json(&self, kind: Kind, key: &ObjectKey) -> Option<serde_json::Value> {
         let value = match kind {
-            "GatewayClass" => serde_json::to_value(self.gateway_classes.get(key)?),
-            "Gateway" => serde_json::to_value(self.gateways.get(key)?),
-            "HTTPRoute" => serde_json::to_value(self.http_routes.get(key)?.as_ref()),
+            Kind::GatewayClass => serde_json::to_value(self.gateway_classes.get(key)?),
+            Kind::Gateway => serde_json::to_value(self.gateways.get(key)?),
+            Kind::HttpRoute => serde_json::to_value(self.http_routes.get(key)?.as_ref()),
             _ => return None,
         };
         value.ok()

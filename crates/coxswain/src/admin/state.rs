@@ -67,7 +67,7 @@ impl ReloadState {
             .into_iter()
             .map(|(kind, key, status)| {
                 serde_json::json!({
-                    "kind": kind,
+                    "kind": kind.name(),
                     "namespace": key.namespace,
                     "name": key.name,
                     "status": status,

@@ -73,7 +73,8 @@ fn check_status(kind: &str, key: &str, tokens: &[&str], output: &Output) -> Resu
         *slot.0 = Some(slot.1);
         rest = tail;
     }
-    let status = output.statuses.status_json(kind, &key);
+    let kind_id = coxswain_api::Kind::from_name(kind).ok_or(format!("unknown kind {kind}"))?;
+    let status = output.statuses.status_json(kind_id, &key);
     if rest == ["no-status"] {
         let parents = status
             .as_ref()
