@@ -69,7 +69,8 @@ pub fn normalize_path<'p>(path: &'p str, options: &PathOptions) -> Result<Cow<'p
         return Err(PathError::ForbiddenCharacter);
     }
     let has_escape = bytes.contains(&b'%');
-    if !has_escape && !has_dot_segment(path) && !(options.merge_slashes && path.contains("//")) {
+    let merges = options.merge_slashes && path.contains("//");
+    if !(has_escape || merges || has_dot_segment(path)) {
         return Ok(Cow::Borrowed(path));
     }
     let decoded = if has_escape {
