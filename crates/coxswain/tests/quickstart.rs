@@ -51,7 +51,7 @@ fn admin_endpoints_report_the_live_state() {
     let (code, config) = gateway.admin_get("/config").unwrap();
     assert_eq!(code, 200);
     let config: serde_json::Value = serde_json::from_str(&config).unwrap();
-    assert_eq!(config["listeners"][0]["port"], gateway.http_port);
+    assert_eq!(config["sockets"][0]["port"], gateway.http_port);
 
     let (code, status) = gateway.admin_get("/status").unwrap();
     assert_eq!(code, 200);

@@ -30,18 +30,18 @@ mod tls;
 pub use cluster::{Cluster, Endpoint, UpstreamProtocol};
 pub use filter::{Filter, Header, HeaderModifier, PathModifier, Redirect, Rewrite};
 pub use hostname::{Hostname, HostnameError};
-pub use listener::{GatewayListener, Listener, ListenerProtocol};
+pub use listener::{Listener, Serve, Socket, TlsTermination, Transport};
 pub use precedence::{HostSpecificity, MatchSpecificity};
 pub use route::{
-    BackendTarget, HeaderMatch, PathMatch, QueryMatch, Route, RouteId, RouteMatch, StringMatch,
-    Timeouts, WeightedBackend,
+    BackendTarget, HeaderMatch, L4Route, PathMatch, QueryMatch, Route, RouteId, RouteKind,
+    RouteMatch, StringMatch, Timeouts, WeightedBackend,
 };
 pub use tls::{PrivateKeyPem, REDACTED_KEY, TlsCertificate};
 
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the IR's wire shape changes incompatibly.
-pub const IR_VERSION: u32 = 1;
+pub const IR_VERSION: u32 = 2;
 
 /// Upper bound (bytes) on the compiled size of any regular expression in the IR.
 /// The translator rejects larger patterns; the proxy compiles with this limit.
@@ -51,8 +51,8 @@ pub const MAX_REGEX_SIZE: usize = 256 * 1024;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     pub ir_version: u32,
-    /// Sockets to serve, sorted by (address, port).
-    pub listeners: Vec<Listener>,
+    /// Sockets to serve, sorted by (transport, address, port).
+    pub sockets: Vec<Socket>,
     /// Upstream clusters referenced by routes, sorted by name.
     pub clusters: Vec<Cluster>,
 }

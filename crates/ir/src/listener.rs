@@ -1,45 +1,87 @@
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Hostname, Route, TlsCertificate};
+use crate::{Hostname, L4Route, Route, TlsCertificate};
 
-/// One bound socket. Several Gateway listeners may share it (same address and
-/// port, distinct hostnames); a request is served only by the routes of the
-/// most specific Gateway listener whose hostname matches its Host.
+/// The transport a socket is bound with. TCP and UDP sockets on the same
+/// port number are two sockets, never a conflict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Transport {
+    Tcp,
+    Udp,
+}
+
+/// One bound socket and the listeners sharing it. On a TCP socket that
+/// terminates or passes through TLS, the ClientHello's SNI picks the
+/// listener; on plain HTTP the request's Host does.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Listener {
+pub struct Socket {
+    pub transport: Transport,
     pub address: IpAddr,
     pub port: u16,
-    pub protocol: ListenerProtocol,
     /// Sorted by hostname specificity: exact first, then wildcards from the
     /// longest suffix, then the listener without a hostname.
-    pub gateway_listeners: Vec<GatewayListener>,
+    pub listeners: Vec<Listener>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ListenerProtocol {
-    Http,
-    /// TLS terminated here; each Gateway listener carries its certificates.
-    Https,
+impl Socket {
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::new(self.address, self.port)
+    }
+
+    /// Does any listener here need the ClientHello (TLS of either kind)?
+    pub fn reads_client_hello(&self) -> bool {
+        self.listeners
+            .iter()
+            .any(|l| l.tls.is_some() || matches!(l.serve, Serve::TlsPassthrough(_)))
+    }
 }
 
-/// A Gateway listener (or its share of a socket) and the routes attached to it.
+/// A Gateway listener (or its share of a socket) and what it serves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GatewayListener {
+pub struct Listener {
     /// `namespace/name` of the Gateway.
     pub gateway: String,
     /// The listener's `name` (its sectionName).
     pub name: String,
-    /// `None` matches every Host.
+    /// `None` matches every Host (and every SNI).
     pub hostname: Option<Hostname>,
-    /// Shared so an unchanged route keeps its identity across configs: the
-    /// translator reuses it and the proxy skips recompiling it. Serialises
-    /// as a plain object.
-    pub routes: Vec<Arc<Route>>,
-    /// Certificates for HTTPS sockets (empty for HTTP), presented when the
-    /// client's SNI matches `hostname` by the same rules as Host.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// TLS terminated here (HTTPS, or TLS with `mode: Terminate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsTermination>,
+    pub serve: Serve,
+}
+
+impl Listener {
+    /// The HTTP routes, if this listener serves HTTP.
+    pub fn http_routes(&self) -> Option<&[Arc<Route>]> {
+        match &self.serve {
+            Serve::Http(routes) => Some(routes),
+            _ => None,
+        }
+    }
+}
+
+/// What a listener does with a connection (after TLS, when terminated).
+/// Routes are shared so an unchanged route keeps its identity across
+/// configs: the translator reuses it and the proxy skips recompiling it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Serve {
+    /// HTTP/1.1 and HTTP/2 requests routed by [`Route`]s.
+    Http(Vec<Arc<Route>>),
+    /// The still-encrypted connection, spliced to a backend chosen by SNI.
+    TlsPassthrough(Vec<Arc<L4Route>>),
+    /// A byte stream (decrypted first when `tls` is set) to one backend.
+    Tcp(Vec<Arc<L4Route>>),
+    /// Datagrams, relayed per client session.
+    Udp(Vec<Arc<L4Route>>),
+}
+
+/// TLS ended at the gateway.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TlsTermination {
+    /// Presented when the client's SNI matches the listener's hostname.
     pub certificates: Vec<TlsCertificate>,
 }

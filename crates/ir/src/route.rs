@@ -21,10 +21,49 @@ pub struct Route {
 /// Where a route came from: used for metrics labels, logs and `/config`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RouteId {
+    pub kind: RouteKind,
     pub namespace: String,
     pub name: String,
     pub rule_index: u32,
     pub rule_name: Option<String>,
+}
+
+/// The Gateway API route kind a rule came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum RouteKind {
+    #[serde(rename = "HTTPRoute")]
+    Http,
+    #[serde(rename = "TLSRoute")]
+    Tls,
+    #[serde(rename = "TCPRoute")]
+    Tcp,
+    #[serde(rename = "UDPRoute")]
+    Udp,
+}
+
+impl RouteKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteKind::Http => "HTTPRoute",
+            RouteKind::Tls => "TLSRoute",
+            RouteKind::Tcp => "TCPRoute",
+            RouteKind::Udp => "UDPRoute",
+        }
+    }
+}
+
+/// One TLSRoute, TCPRoute or UDPRoute rule on one listener: where a
+/// connection (or UDP session) goes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct L4Route {
+    pub id: RouteId,
+    /// TLSRoute only: effective SNI hostnames (route ∩ listener). Empty
+    /// matches every name the listener accepts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hostnames: Vec<Hostname>,
+    /// Chosen by weight once per connection (or session). Empty (or all
+    /// weights 0) refuses the connection.
+    pub backends: Vec<WeightedBackend>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -71,7 +110,8 @@ pub enum StringMatch {
 pub struct WeightedBackend {
     pub weight: u32,
     pub target: BackendTarget,
-    /// backendRef-level filters (header modifiers only).
+    /// backendRef-level filters (header modifiers only; none on L4 routes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filters: Vec<Filter>,
 }
 

@@ -64,7 +64,7 @@ fn pool_mode_gives_each_gateway_its_own_socket() {
     );
     let sockets: Vec<String> = output
         .ir
-        .listeners
+        .sockets
         .iter()
         .map(|l| format!("{}:{}", l.address, l.port))
         .collect();
@@ -109,5 +109,5 @@ fn load_balancer_mode_wants_a_service_per_gateway() {
     assert_eq!(job.service_accounts.len(), 2);
     let a = &output.statuses.gateways[&ObjectKey::new("ns", "a")];
     assert!(a.addresses.is_none(), "no load balancer address yet");
-    assert_eq!(output.ir.listeners.len(), 1, "both share 0.0.0.0:8080");
+    assert_eq!(output.ir.sockets.len(), 1, "both share 0.0.0.0:8080");
 }

@@ -42,6 +42,9 @@ pub struct ConnInfo {
     pub client: SocketAddr,
     /// Arrived over TLS (an HTTPS socket).
     pub https: bool,
+    /// The listener (its index on the socket) the TLS SNI picked; a request
+    /// whose Host belongs to another listener is misdirected (421).
+    pub sni_listener: Option<usize>,
 }
 
 impl ConnInfo {
@@ -108,7 +111,18 @@ pub async fn handle(
             query: req.uri().query(),
             headers: req.headers(),
         };
-        table.lookup(conn.socket, &view)
+        let listener = table.listener(conn.socket, host);
+        if conn.sni_listener.is_some() && listener != conn.sni_listener {
+            tracing::debug!(host, "Host belongs to another listener than the SNI did");
+            shared
+                .unmatched
+                .record(StatusCode::MISDIRECTED_REQUEST.as_u16());
+            return Ok(plain(
+                StatusCode::MISDIRECTED_REQUEST,
+                "misdirected request\n",
+            ));
+        }
+        listener.and_then(|index| table.lookup_in(conn.socket, index, &view))
     };
     let Some(hit) = hit else {
         tracing::debug!(method = %req.method(), uri = %req.uri(), "no route");

@@ -1,5 +1,5 @@
-//! The data plane. Serves HTTP/1.1 and h2c (and both over TLS on HTTPS
-//! sockets) from a [`coxswain_ir::Config`]:
+//! The data plane. Serves HTTP/1.1 and h2c (and both over TLS, the listener
+//! chosen by SNI) from a [`coxswain_ir::Config`]:
 //! compiles it into lookup tables off the hot path and swaps them in
 //! atomically. Depends on the IR only — never on Gateway API types or kube.
 
@@ -18,12 +18,11 @@ mod forward;
 mod h2c_pool;
 mod handler;
 pub mod http;
+pub mod listen;
 mod metrics;
 mod rejections;
 mod route;
 pub mod router;
-mod server;
-mod tls;
 mod upstream;
 
 use std::collections::{BTreeSet, HashMap};
@@ -33,17 +32,17 @@ use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: the draining list and rout
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use coxswain_ir::Config;
+use coxswain_ir::{Config, Transport};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use crate::http::normalize::{EscapedSlashes, PathOptions};
 
 use handler::Shared;
+use listen::{ListenerTask, SocketPlan};
 use metrics::Metrics;
 pub use route::CompiledRoute;
 use router::{RouteCache, Router};
-use server::ListenerTask;
 
 /// Tunables that are not part of the routing config.
 #[derive(Clone, Debug)]
@@ -140,9 +139,10 @@ impl Proxy {
         };
         let mut listeners = inner.listeners.lock().await;
         let desired: BTreeSet<SocketAddr> = config
-            .listeners
+            .sockets
             .iter()
-            .map(|l| SocketAddr::new(l.address, l.port))
+            .filter(|s| s.transport == Transport::Tcp)
+            .map(|s| s.addr())
             .collect();
 
         let mut report = ApplyReport::default();
@@ -176,37 +176,33 @@ impl Proxy {
 
         // Kept listeners switch atomically; removed ones keep draining on
         // the table they had.
-        let tls_modes: HashMap<SocketAddr, Arc<tls::SocketTls>> = config
-            .listeners
+        let plans: HashMap<SocketAddr, Arc<SocketPlan>> = config
+            .sockets
             .iter()
-            .map(|l| {
-                (
-                    SocketAddr::new(l.address, l.port),
-                    Arc::new(tls::socket_tls(l)),
-                )
-            })
+            .filter(|s| s.transport == Transport::Tcp)
+            .map(|s| (s.addr(), Arc::new(SocketPlan::of(s))))
             .collect();
-        let tls_of = |addr: &SocketAddr| {
-            tls_modes
+        let plan_of = |addr: &SocketAddr| {
+            plans
                 .get(addr)
                 .cloned()
-                .unwrap_or_else(|| Arc::new(tls::SocketTls::Plain))
+                .unwrap_or_else(|| Arc::new(SocketPlan::Http))
         };
         let router = Arc::new(router);
         for (addr, task) in listeners.iter() {
-            task.tls.store(tls_of(addr));
+            task.plan.store(plan_of(addr));
             task.table.store(router.clone());
         }
         inner.config.store(config);
         for (addr, listener) in fresh {
             let table = Arc::new(ArcSwap::new(router.clone()));
-            let tls = Arc::new(ArcSwap::new(tls_of(&addr)));
-            let task = server::spawn(
+            let plan = Arc::new(ArcSwap::new(plan_of(&addr)));
+            let task = listen::spawn(
                 listener,
                 addr,
                 shared.clone(),
                 table,
-                tls,
+                plan,
                 inner.options.drain_timeout,
             );
             listeners.insert(addr, task);

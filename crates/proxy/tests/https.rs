@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use common::*;
-use coxswain_ir::{Filter, ListenerProtocol, PrivateKeyPem, Redirect, TlsCertificate};
+use coxswain_ir::{Filter, PrivateKeyPem, Redirect, TlsCertificate, TlsTermination};
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -22,7 +22,13 @@ struct TestCert {
 }
 
 fn self_signed(name: &str) -> TestCert {
-    let generated = rcgen::generate_simple_self_signed(vec![name.to_string()]).unwrap();
+    self_signed_for(&[name])
+}
+
+fn self_signed_for(names: &[&str]) -> TestCert {
+    let name = names[0];
+    let sans: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let generated = rcgen::generate_simple_self_signed(sans).unwrap();
     TestCert {
         der: generated.cert.der().clone(),
         ir: TlsCertificate {
@@ -36,20 +42,20 @@ fn self_signed(name: &str) -> TestCert {
 fn https_socket(
     port: u16,
     listeners: Vec<(Option<&str>, &TestCert, Vec<coxswain_ir::Route>)>,
-) -> coxswain_ir::Listener {
-    let mut s = socket(
+) -> coxswain_ir::Socket {
+    socket(
         port,
         listeners
             .into_iter()
             .map(|(hostname, cert, routes)| {
-                let mut gl = gateway_listener(hostname.unwrap_or("https"), hostname, routes);
-                gl.certificates = vec![cert.ir.clone()];
-                gl
+                let mut l = gateway_listener(hostname.unwrap_or("https"), hostname, routes);
+                l.tls = Some(TlsTermination {
+                    certificates: vec![cert.ir.clone()],
+                });
+                l
             })
             .collect(),
-    );
-    s.protocol = ListenerProtocol::Https;
-    s
+    )
 }
 
 /// Connects with SNI `sni`, trusting `roots`, offering `alpn`.
@@ -59,6 +65,15 @@ async fn connect(
     roots: &[&TestCert],
     alpn: &[&[u8]],
 ) -> TlsStream<TcpStream> {
+    try_connect(port, sni, roots, alpn).await.unwrap()
+}
+
+async fn try_connect(
+    port: u16,
+    sni: &str,
+    roots: &[&TestCert],
+    alpn: &[&[u8]],
+) -> std::io::Result<TlsStream<TcpStream>> {
     let mut store = rustls::RootCertStore::empty();
     for r in roots {
         store.add(r.der.clone()).unwrap();
@@ -75,7 +90,6 @@ async fn connect(
     TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
-        .unwrap()
 }
 
 fn peer_cert(stream: &TlsStream<TcpStream>) -> CertificateDer<'static> {
@@ -249,4 +263,93 @@ async fn plain_http_on_an_https_socket_is_not_served() {
         .body(Full::new(Bytes::new()))
         .unwrap();
     assert!(sender.send_request(req).await.is_err());
+}
+
+/// A name no listener owns is not served with another listener's
+/// certificate: the connection is closed before the handshake (no alert),
+/// as the spec's rejection tests expect.
+#[tokio::test]
+async fn unknown_sni_is_closed_without_falling_back() {
+    let port = free_port();
+    let exact = self_signed("a.test");
+    let wildcard = self_signed("w.wild.test");
+    let routes = || vec![route("r", &[], vec![prefix("/")], vec![])];
+    let cfg = config(
+        vec![https_socket(
+            port,
+            vec![
+                (Some("a.test"), &exact, routes()),
+                (Some("*.wild.test"), &wildcard, routes()),
+            ],
+        )],
+        vec![],
+    );
+    let (_proxy, _) = start_proxy(cfg).await;
+    let all = [&exact, &wildcard];
+    for sni in ["other.test", "wild.test", "a.test.evil"] {
+        let err = try_connect(port, sni, &all, &[]).await.unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+            ),
+            "{sni}: {err:?}"
+        );
+    }
+    assert!(try_connect(port, "w.wild.test", &all, &[]).await.is_ok());
+}
+
+/// The listener TLS picked by SNI must also own the request's Host;
+/// otherwise the request is misdirected (421), e.g. an HTTP/2 connection
+/// reused for a host whose listener has another certificate or policy.
+#[tokio::test]
+async fn misdirected_requests_get_421() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let cert = self_signed_for(&[
+        "example.test",
+        "second.test",
+        "unknown.test",
+        "third.wild.test",
+        "fourth.wild.test",
+    ]);
+    let only = |host: &str| vec![route(host, &[], vec![prefix("/")], vec![to("echo", 1)])];
+    let mut catch_all_route = route(
+        "any",
+        &["example.test"],
+        vec![prefix("/")],
+        vec![to("echo", 1)],
+    );
+    catch_all_route.id.name = "any".into();
+    let cfg = config(
+        vec![https_socket(
+            port,
+            vec![
+                (Some("second.test"), &cert, only("second")),
+                (Some("fourth.wild.test"), &cert, only("fourth")),
+                (Some("*.wild.test"), &cert, only("wild")),
+                (None, &cert, vec![catch_all_route]),
+            ],
+        )],
+        vec![cluster("echo", &[backend.addr])],
+    );
+    let (_proxy, _) = start_proxy(cfg).await;
+    let cases = [
+        ("example.test", "example.test", 200),
+        ("example.test", "second.test", 421),
+        ("example.test", "unknown.test", 404),
+        ("second.test", "second.test", 200),
+        ("second.test", "example.test", 421),
+        ("second.test", "unknown.test", 421),
+        ("third.wild.test", "fifth.wild.test", 200),
+        ("third.wild.test", "fourth.wild.test", 421),
+        ("fourth.wild.test", "fourth.wild.test", 200),
+        ("fourth.wild.test", "fifth.wild.test", 421),
+        ("unknown.test", "example.test", 200),
+    ];
+    for (sni, host, want) in cases {
+        let stream = connect(port, sni, &[&cert], &[]).await;
+        let (status, _, _) = http1_get(stream, host, "/").await;
+        assert_eq!(status.as_u16(), want, "SNI {sni}, Host {host}");
+    }
 }

@@ -159,7 +159,7 @@ async fn metrics_count_requests_and_applies() {
         out.contains("coxswain_proxy_config_applies_total 2"),
         "{out}"
     );
-    assert_eq!(proxy.config().listeners[0].port, port);
+    assert_eq!(proxy.config().sockets[0].port, port);
 }
 
 #[tokio::test]

@@ -11,8 +11,8 @@ use http::{HeaderMap, Method};
 fn overlapping_config() -> Config {
     let paths = ["/", "/a", "/a/", "/a/b", "/a/b/c", "/ab", "/b", "/a//b"];
     let mut config = shapes::many_prefixes(0);
-    let routes = &mut config.listeners[0].gateway_listeners[0].routes;
-    let template = shapes::many_prefixes(1).listeners[0].gateway_listeners[0].routes[0].clone();
+    let routes = shapes::routes_mut(&mut config);
+    let template = shapes::routes_mut(&mut shapes::many_prefixes(1))[0].clone();
     let mut i = 0;
     for p in paths {
         for kind in 0..3 {
@@ -61,7 +61,7 @@ fn reference_matches(m: &RouteMatch, method: &Method, path: &str) -> bool {
 #[test]
 fn indexed_lookup_agrees_with_linear_precedence_scan() {
     let config = overlapping_config();
-    let routes = &config.listeners[0].gateway_listeners[0].routes;
+    let routes = config.sockets[0].listeners[0].http_routes().unwrap();
     let mut order: Vec<usize> = (0..routes.len()).collect();
     order.sort_by_key(|&i| MatchSpecificity::of(&routes[i].matches[0]));
     let router = Router::compile(&config);

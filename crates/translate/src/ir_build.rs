@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use coxswain_api::{EndpointSlice, ObjectKey, Snapshot, same_objects};
 use coxswain_ir::{
-    Cluster, Config, GatewayListener, HostSpecificity, IR_VERSION, Listener, ListenerProtocol,
+    Cluster, Config, HostSpecificity, IR_VERSION, Listener, Serve, Socket, TlsTermination,
+    Transport,
 };
 
 use crate::endpoints::SliceIndex;
@@ -21,8 +22,7 @@ pub fn build_config(
     cluster_specs: &BTreeMap<String, ClusterSpec>,
     memo: &mut Option<ClusterMemo>,
 ) -> Config {
-    let mut sockets: BTreeMap<(IpAddr, u16), (ListenerProtocol, Vec<GatewayListener>)> =
-        BTreeMap::new();
+    let mut sockets: BTreeMap<(Transport, IpAddr, u16), Vec<Listener>> = BTreeMap::new();
     for (key, gw) in gateways {
         let Ok(addresses) = &gw.addresses else {
             continue;
@@ -31,60 +31,51 @@ pub fn build_config(
             if !gw.listener_served(l) {
                 continue;
             }
-            let protocol = if l.is_https() {
-                ListenerProtocol::Https
-            } else {
-                ListenerProtocol::Http
-            };
-            let certificates = match &l.tls {
-                Some(Ok(certs)) => certs.clone(),
-                _ => Vec::new(),
+            let tls = match &l.tls {
+                Some(Ok(certificates)) => Some(TlsTermination {
+                    certificates: certificates.clone(),
+                }),
+                _ => None,
             };
             let mut attached = routes
                 .get_mut(key)
                 .and_then(|m| m.remove(&idx))
                 .unwrap_or_default();
             attached.sort_by_key(|a| a.order);
-            let mut ir_routes: Vec<_> = attached.into_iter().map(|a| a.route).collect();
-            for (i, address) in addresses.iter().enumerate() {
-                // Every address but the last gets a copy; the last takes the original.
-                let routes = if i + 1 == addresses.len() {
-                    std::mem::take(&mut ir_routes)
-                } else {
-                    ir_routes.clone()
-                };
+            let ir_routes: Vec<_> = attached.into_iter().map(|a| a.route).collect();
+            let listener = Listener {
+                gateway: key.to_string(),
+                name: l.name.clone(),
+                hostname: l.hostname.clone(),
+                tls,
+                serve: Serve::Http(ir_routes),
+            };
+            for address in addresses {
                 // Protocols on one port never mix within a Gateway
-                // (ProtocolConflict); across Gateways the first one wins.
+                // (ProtocolConflict); across Gateways the sockets are shared.
                 sockets
-                    .entry((*address, l.port))
-                    .or_insert_with(|| (protocol, Vec::new()))
-                    .1
-                    .push(GatewayListener {
-                        gateway: key.to_string(),
-                        name: l.name.clone(),
-                        hostname: l.hostname.clone(),
-                        routes,
-                        certificates: certificates.clone(),
-                    });
+                    .entry((Transport::Tcp, *address, l.port))
+                    .or_default()
+                    .push(listener.clone());
             }
         }
     }
 
-    let listeners: Vec<Listener> = sockets
+    let sockets: Vec<Socket> = sockets
         .into_iter()
-        .map(|((address, port), (protocol, mut gateway_listeners))| {
-            gateway_listeners.sort_by(|a, b| {
+        .map(|((transport, address, port), mut listeners)| {
+            listeners.sort_by(|a, b| {
                 HostSpecificity::of(a.hostname.as_ref())
                     .cmp(&HostSpecificity::of(b.hostname.as_ref()))
                     .then_with(|| a.hostname.cmp(&b.hostname))
                     .then_with(|| a.gateway.cmp(&b.gateway))
                     .then_with(|| a.name.cmp(&b.name))
             });
-            Listener {
+            Socket {
+                transport,
                 address,
                 port,
-                protocol,
-                gateway_listeners,
+                listeners,
             }
         })
         .collect();
@@ -95,7 +86,7 @@ pub fn build_config(
 
     Config {
         ir_version: IR_VERSION,
-        listeners,
+        sockets,
         clusters,
     }
 }

@@ -164,10 +164,10 @@ fn an_unchanged_route_keeps_its_ir_identity() {
     let second = translator.translate(&s, &options());
     let find = |out: &crate::Output| {
         out.ir
-            .listeners
+            .sockets
             .iter()
-            .flat_map(|l| &l.gateway_listeners)
-            .flat_map(|gl| &gl.routes)
+            .flat_map(|s| &s.listeners)
+            .flat_map(|l| l.http_routes().unwrap_or_default())
             .find(|r| r.id.name == "keep")
             .cloned()
             .unwrap()

@@ -100,7 +100,7 @@ fn hostile_values_become_conditions_not_panics() {
     }
     assert_eq!(accepted("ok"), "True");
     // Only the last rule is valid; its backends are kept with weight 0 / Invalid.
-    let routes = &out.ir.listeners[0].gateway_listeners[0].routes;
+    let routes = out.ir.sockets[0].listeners[0].http_routes().unwrap();
     assert_eq!(routes.len(), 1);
     assert_eq!(routes[0].id.rule_index, 4);
     assert_eq!(routes[0].backends[0].weight, 0);
@@ -127,8 +127,8 @@ fn translation_is_deterministic() {
     let second = translate(&s, &options());
     assert_eq!(first.ir, second.ir);
     assert_eq!(first.statuses, second.statuses);
-    let names: Vec<_> = first.ir.listeners[0]
-        .gateway_listeners
+    let names: Vec<_> = first.ir.sockets[0]
+        .listeners
         .iter()
         .map(|g| g.name.as_str())
         .collect();
@@ -152,5 +152,5 @@ fn classes_of_other_controllers_and_their_gateways_get_no_status() {
     assert!(out.statuses.gateway_classes.is_empty());
     assert!(out.statuses.gateways.is_empty());
     assert!(out.statuses.http_routes.is_empty());
-    assert!(out.ir.listeners.is_empty());
+    assert!(out.ir.sockets.is_empty());
 }

@@ -31,10 +31,11 @@
 //! - `absent` (the selected listener or parent entry does not exist).
 //!
 //! IR (`ir ...`):
-//! - `ir listeners=<n> routes=<n> clusters=<n>` (any subset): sockets, rules
+//! - `ir sockets=<n> routes=<n> clusters=<n>` (any subset): sockets, rules
 //!   over every gateway listener, clusters.
 //! - `ir cluster=<ns/svc:port> endpoints=<n> [protocol=<Http1|H2c>]`.
-//! - `ir socket=<addr:port> gateway-listeners=<ns/gw/listener,...>` (in order).
+//! - `ir socket=<addr:port>[/udp] listeners=<ns/gw/listener,...>` (in order),
+//!   `serves=<HTTP|HTTPS|TLS-Passthrough|TLS-Terminate|TCP|UDP,...>`.
 //! - `ir on=<ns/gw/listener> order=<ns/route#rule,...>`: IR order;
 //!   `ranking=...`: order after stable-sorting all matches by
 //!   `MatchSpecificity` (what the proxy tries first for one host);

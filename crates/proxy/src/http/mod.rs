@@ -5,3 +5,4 @@ pub mod headers;
 pub mod normalize;
 pub mod path;
 pub mod redirect;
+pub mod server;

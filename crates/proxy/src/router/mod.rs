@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use coxswain_ir::{Config, GatewayListener, Hostname, MatchSpecificity};
+use coxswain_ir::{Config, Hostname, Listener, MatchSpecificity, Transport};
 use http::{HeaderMap, Method};
 
 pub use bucket::Entry;
@@ -43,6 +43,8 @@ pub struct RequestView<'a> {
 /// A successful lookup.
 #[derive(Clone, Copy, Debug)]
 pub struct Hit<'r> {
+    /// The socket-level index of the listener the Host selected.
+    pub listener: usize,
     pub route_index: usize,
     pub route: &'r CompiledRoute,
     pub matched: &'r CompiledMatch,
@@ -57,10 +59,12 @@ struct ListenerRoutes {
     catch_all: bucket::Bucket,
 }
 
-/// Gateway-listener selection for one socket.
+/// HTTP listener selection for one socket. Indices are positions in the
+/// IR socket's listener list (the same numbering the TLS layer uses for the
+/// listener SNI picked).
 #[derive(Debug, Default)]
 struct SocketRoutes {
-    listeners: Vec<ListenerRoutes>,
+    listeners: HashMap<usize, ListenerRoutes>,
     exact: HashMap<Box<str>, usize>,
     wildcard: HashMap<Box<str>, usize>,
     any: Option<usize>,
@@ -105,13 +109,12 @@ impl ListenerRoutes {
 }
 
 impl SocketRoutes {
-    fn select(&self, host: &str) -> Option<&ListenerRoutes> {
-        let index = self
-            .exact
+    fn select(&self, host: &str) -> Option<usize> {
+        self.exact
             .get(host)
             .or_else(|| find_wildcard(&self.wildcard, host))
-            .or(self.any.as_ref())?;
-        self.listeners.get(*index)
+            .or(self.any.as_ref())
+            .copied()
     }
 }
 
@@ -179,13 +182,21 @@ impl Router {
     ) -> Router {
         let mut reuse = cache.begin(config);
         let mut router = Router::default();
-        for listener in &config.listeners {
-            let addr = SocketAddr::new(listener.address, listener.port);
+        for ir_socket in config
+            .sockets
+            .iter()
+            .filter(|s| s.transport == Transport::Tcp)
+        {
             let mut socket = SocketRoutes::default();
-            for (index, gl) in listener.gateway_listeners.iter().enumerate() {
-                let builder = router.add_listener_routes(gl, &mut reuse, metrics);
-                socket.listeners.push(builder.build(&router.routes));
-                match &gl.hostname {
+            for (index, listener) in ir_socket.listeners.iter().enumerate() {
+                let Some(routes) = listener.http_routes() else {
+                    continue;
+                };
+                let builder = router.add_listener_routes(listener, routes, &mut reuse, metrics);
+                socket
+                    .listeners
+                    .insert(index, builder.build(&router.routes));
+                match &listener.hostname {
                     None => {
                         socket.any.get_or_insert(index);
                     }
@@ -198,23 +209,24 @@ impl Router {
                     }
                 }
             }
-            router.sockets.entry(addr).or_insert(socket);
+            router.sockets.entry(ir_socket.addr()).or_insert(socket);
         }
         router
     }
 
     fn add_listener_routes(
         &mut self,
-        gl: &GatewayListener,
+        listener: &Listener,
+        routes: &[Arc<coxswain_ir::Route>],
         reuse: &mut Reuse<'_>,
         metrics: &Metrics,
     ) -> BucketBuilder {
         let mut builder = BucketBuilder::default();
-        for route in &gl.routes {
+        for route in routes {
             let compiled = match reuse.compiled(route, metrics) {
                 Ok(c) => c,
                 Err(MatchError(why)) => {
-                    tracing::warn!(route = ?route.id, listener = %gl.name, %why, "route skipped");
+                    tracing::warn!(route = ?route.id, listener = %listener.name, %why, "route skipped");
                     continue;
                 }
             };
@@ -239,10 +251,28 @@ impl Router {
 
     /// Finds the route for a request arriving on `socket`. Allocation-free.
     pub fn lookup(&self, socket: SocketAddr, req: &RequestView<'_>) -> Option<Hit<'_>> {
-        let listener = self.sockets.get(&socket)?.select(req.host)?;
+        let index = self.listener(socket, req.host)?;
+        self.lookup_in(socket, index, req)
+    }
+
+    /// The HTTP listener of `socket` that owns `host` (its socket-level
+    /// index): exact hostname, longest wildcard, then the hostname-less one.
+    pub fn listener(&self, socket: SocketAddr, host: &str) -> Option<usize> {
+        self.sockets.get(&socket)?.select(host)
+    }
+
+    /// Finds the route among the routes of listener `index` of `socket`.
+    pub fn lookup_in(
+        &self,
+        socket: SocketAddr,
+        index: usize,
+        req: &RequestView<'_>,
+    ) -> Option<Hit<'_>> {
+        let listener = self.sockets.get(&socket)?.listeners.get(&index)?;
         let entry = listener.find(&self.routes, req)?;
         let route = self.routes.get(entry.route as usize)?.as_ref();
         Some(Hit {
+            listener: index,
             route_index: entry.route as usize,
             route,
             matched: route.matches.get(entry.matched as usize)?,

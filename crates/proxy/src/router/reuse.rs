@@ -110,13 +110,14 @@ impl Reuse<'_> {
 
 #[cfg(test)]
 mod tests {
-    use coxswain_ir::{PathMatch, RouteId, RouteMatch, Timeouts};
+    use coxswain_ir::{PathMatch, RouteId, RouteKind, RouteMatch, Timeouts};
 
     use super::*;
 
     fn route(name: &str) -> Arc<Route> {
         Arc::new(Route {
             id: RouteId {
+                kind: RouteKind::Http,
                 namespace: "ns".into(),
                 name: name.into(),
                 rule_index: 0,

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use coxswain_ir::{
-    BackendTarget, Cluster, Config, Endpoint, Filter, GatewayListener, Header, HeaderModifier,
-    Hostname, Listener, ListenerProtocol, PathMatch, Route, RouteId, RouteMatch, Timeouts,
+    BackendTarget, Cluster, Config, Endpoint, Filter, Header, HeaderModifier, Hostname, Listener,
+    PathMatch, Route, RouteId, RouteKind, RouteMatch, Serve, Socket, Timeouts, Transport,
     UpstreamProtocol, WeightedBackend,
 };
 use coxswain_proxy::{ApplyReport, Proxy, ProxyOptions};
@@ -166,6 +166,7 @@ pub fn route(
 ) -> Route {
     Route {
         id: RouteId {
+            kind: RouteKind::Http,
             namespace: "ns".into(),
             name: name.into(),
             rule_index: 0,
@@ -189,32 +190,40 @@ pub fn set_request_header(name: &str, value: &str) -> Filter {
     })
 }
 
-pub fn gateway_listener(name: &str, hostname: Option<&str>, routes: Vec<Route>) -> GatewayListener {
-    GatewayListener {
+pub fn gateway_listener(name: &str, hostname: Option<&str>, routes: Vec<Route>) -> Listener {
+    Listener {
         gateway: "ns/gw".into(),
         name: name.into(),
         hostname: hostname.map(host),
-        routes: routes.into_iter().map(Arc::new).collect(),
-        certificates: Vec::new(),
+        tls: None,
+        serve: Serve::Http(routes.into_iter().map(Arc::new).collect()),
     }
 }
 
-pub fn socket(port: u16, gateway_listeners: Vec<GatewayListener>) -> Listener {
-    Listener {
+pub fn socket(port: u16, listeners: Vec<Listener>) -> Socket {
+    Socket {
+        transport: Transport::Tcp,
         address: LOCALHOST,
         port,
-        protocol: ListenerProtocol::Http,
-        gateway_listeners,
+        listeners,
     }
 }
 
-pub fn config(listeners: Vec<Listener>, mut clusters: Vec<Cluster>) -> Arc<Config> {
+pub fn config(sockets: Vec<Socket>, mut clusters: Vec<Cluster>) -> Arc<Config> {
     clusters.sort_by(|a, b| a.name.cmp(&b.name));
     Arc::new(Config {
         ir_version: coxswain_ir::IR_VERSION,
-        listeners,
+        sockets,
         clusters,
     })
+}
+
+/// The HTTP routes of a listener built by [`gateway_listener`].
+pub fn routes_mut(listener: &mut Listener) -> &mut Vec<Arc<Route>> {
+    match &mut listener.serve {
+        Serve::Http(routes) => routes,
+        other => panic!("not an HTTP listener: {other:?}"),
+    }
 }
 
 /// A one-socket config: every route on a hostname-less listener, cluster

@@ -5,8 +5,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use coxswain_ir::{
-    BackendTarget, Config, GatewayListener, Hostname, Listener, ListenerProtocol, PathMatch, Route,
-    RouteId, RouteMatch, Timeouts, WeightedBackend,
+    BackendTarget, Config, Hostname, Listener, PathMatch, Route, RouteId, RouteKind, RouteMatch,
+    Serve, Socket, Timeouts, Transport, WeightedBackend,
 };
 
 pub const SOCKET: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
@@ -14,6 +14,7 @@ pub const SOCKET: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 
 fn rule(i: usize, hostnames: Vec<Hostname>, path: PathMatch) -> Route {
     Route {
         id: RouteId {
+            kind: RouteKind::Http,
             namespace: "bench".into(),
             name: format!("r{i}"),
             rule_index: 0,
@@ -37,20 +38,20 @@ fn rule(i: usize, hostnames: Vec<Hostname>, path: PathMatch) -> Route {
 }
 
 fn one_socket(routes: Vec<Route>) -> Config {
-    let gl = GatewayListener {
+    let listener = Listener {
         gateway: "bench/gw".into(),
         name: "http".into(),
         hostname: None,
-        routes: routes.into_iter().map(Arc::new).collect(),
-        certificates: Vec::new(),
+        tls: None,
+        serve: Serve::Http(routes.into_iter().map(Arc::new).collect()),
     };
     Config {
         ir_version: coxswain_ir::IR_VERSION,
-        listeners: vec![Listener {
+        sockets: vec![Socket {
+            transport: Transport::Tcp,
             address: SOCKET.ip(),
             port: SOCKET.port(),
-            protocol: ListenerProtocol::Http,
-            gateway_listeners: vec![gl],
+            listeners: vec![listener],
         }],
         clusters: vec![],
     }
@@ -93,4 +94,12 @@ pub fn host_hit(n: usize) -> String {
 
 pub fn prefix_hit(n: usize) -> String {
     format!("/svc{}/v1/items/42", (n / 2) | 1)
+}
+
+/// The routes of the one listener of a shape.
+pub fn routes_mut(config: &mut Config) -> &mut Vec<Arc<Route>> {
+    match &mut config.sockets[0].listeners[0].serve {
+        Serve::Http(routes) => routes,
+        other => panic!("not HTTP: {other:?}"),
+    }
 }

@@ -63,12 +63,7 @@ fn assigned_addresses_isolate_gateways_on_one_port() {
     ]
     .into();
     let out = translate_with_addresses(&s, &options(), &assigned);
-    let bound: Vec<(IpAddr, u16)> = out
-        .ir
-        .listeners
-        .iter()
-        .map(|l| (l.address, l.port))
-        .collect();
+    let bound: Vec<(IpAddr, u16)> = out.ir.sockets.iter().map(|s| (s.address, s.port)).collect();
     assert_eq!(bound, vec![(a, 80), (b, 80)]);
     let status = &out.statuses.gateways[&ObjectKey::new("default", "a")];
     let addresses = status.addresses.as_ref().unwrap();
@@ -88,7 +83,7 @@ fn unusable_assignment_is_not_programmed_and_not_served() {
     )]
     .into();
     let out = translate_with_addresses(&s, &options(), &assigned);
-    assert!(out.ir.listeners.is_empty());
+    assert!(out.ir.sockets.is_empty());
     assert_eq!(
         condition(&out, "a", "Accepted"),
         ("True".into(), "Accepted".into())

@@ -12,7 +12,7 @@ pub use backends::ClusterSpec;
 
 use coxswain_api::gw::httproutes::HttpRouteRules;
 use coxswain_api::{HttpRoute, ObjectKey};
-use coxswain_ir::{BackendTarget, Hostname, Route, RouteId, WeightedBackend};
+use coxswain_ir::{BackendTarget, Hostname, Route, RouteId, RouteKind, WeightedBackend};
 
 use crate::conditions::Reason;
 use crate::route::backends::{Lookup, Unresolved};
@@ -67,6 +67,7 @@ impl CompiledRoute {
             .into_iter()
             .map(|rule| Route {
                 id: RouteId {
+                    kind: RouteKind::Http,
                     namespace: key.namespace.clone(),
                     name: key.name.clone(),
                     rule_index: rule.index,
@@ -85,6 +86,7 @@ impl CompiledRoute {
     pub fn ir_routes<'a>(&'a self, hostnames: &'a [Hostname]) -> impl Iterator<Item = Route> + 'a {
         self.rules.iter().map(move |rule| Route {
             id: RouteId {
+                kind: RouteKind::Http,
                 namespace: self.key.namespace.clone(),
                 name: self.key.name.clone(),
                 rule_index: rule.index,

@@ -1,6 +1,6 @@
 //! `# expect: ir ...` assertions about the translated IR.
 
-use coxswain_ir::{Config, GatewayListener, MatchSpecificity, Route};
+use coxswain_ir::{Config, Listener, MatchSpecificity, Route, Serve, Socket, Transport};
 use serde_json::Value;
 
 pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
@@ -9,7 +9,7 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
     };
     let (selector, value) = first.split_once('=').unwrap_or((first, ""));
     match selector {
-        "listeners" | "routes" | "clusters" => counts(tokens, ir),
+        "sockets" | "routes" | "clusters" => counts(tokens, ir),
         "cluster" => {
             let cluster = ir.clusters.iter().find(|c| c.name == value);
             match (cluster, rest) {
@@ -20,18 +20,17 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
             }
         }
         "socket" => {
-            let socket = ir
-                .listeners
-                .iter()
-                .find(|l| std::net::SocketAddr::new(l.address, l.port).to_string() == value);
+            let socket = ir.sockets.iter().find(|s| socket_id(s) == value);
             match (socket, rest) {
                 (None, ["absent"]) => Ok(()),
                 (None, _) => Err(format!("no socket {value}")),
                 (Some(_), ["absent"]) => Err(format!("socket {value} should be absent")),
                 (Some(s), _) => {
-                    let ids: Vec<String> = s.gateway_listeners.iter().map(listener_id).collect();
+                    let ids: Vec<String> = s.listeners.iter().map(listener_id).collect();
+                    let serves: Vec<&str> = s.listeners.iter().map(serves).collect();
                     let mut json = to_json(s);
-                    json["gateway-listeners"] = Value::String(ids.join(","));
+                    json["listeners"] = Value::String(ids.join(","));
+                    json["serves"] = Value::String(serves.join(","));
                     check_fields(&json, rest, text)
                 }
             }
@@ -46,7 +45,8 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
                     )
                 })?;
             let mut json = to_json(listener);
-            json["order"] = Value::String(join_ids(listener.routes.iter().map(|r| r.as_ref())));
+            json["order"] = Value::String(join_ids(http_routes(listener).map(|r| r.as_ref())));
+            json["routes"] = Value::from(http_routes(listener).count());
             json["ranking"] = Value::String(ranking(listener));
             check_fields(&json, rest, text)
         }
@@ -57,7 +57,7 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
             };
             let route = gateway_listeners(ir)
                 .filter(|l| on.is_none_or(|on| listener_id(l) == on))
-                .flat_map(|l| l.routes.iter())
+                .flat_map(http_routes)
                 .find(|r| route_id(r) == value);
             match (route, rest) {
                 (None, ["absent"]) => Ok(()),
@@ -71,10 +71,10 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
 }
 
 fn counts(tokens: &[&str], ir: &Config) -> Result<(), String> {
-    let routes: usize = gateway_listeners(ir).map(|l| l.routes.len()).sum();
+    let routes: usize = gateway_listeners(ir).map(|l| http_routes(l).count()).sum();
     let have = format!(
-        "listeners={} routes={routes} clusters={}",
-        ir.listeners.len(),
+        "sockets={} routes={routes} clusters={}",
+        ir.sockets.len(),
         ir.clusters.len()
     );
     let all_match = tokens
@@ -131,11 +131,35 @@ fn check_pointer(json: &Value, pointer: &str, want: &str) -> Result<(), String> 
     }
 }
 
-fn gateway_listeners(ir: &Config) -> impl Iterator<Item = &GatewayListener> {
-    ir.listeners.iter().flat_map(|l| l.gateway_listeners.iter())
+fn gateway_listeners(ir: &Config) -> impl Iterator<Item = &Listener> {
+    ir.sockets.iter().flat_map(|s| s.listeners.iter())
 }
 
-fn listener_id(l: &GatewayListener) -> String {
+fn http_routes(l: &Listener) -> impl Iterator<Item = &std::sync::Arc<Route>> {
+    l.http_routes().unwrap_or_default().iter()
+}
+
+/// `addr:port` for TCP sockets, `addr:port/udp` for UDP ones.
+fn socket_id(s: &Socket) -> String {
+    match s.transport {
+        Transport::Tcp => s.addr().to_string(),
+        Transport::Udp => format!("{}/udp", s.addr()),
+    }
+}
+
+/// What a listener serves, as its Gateway protocol would name it.
+fn serves(l: &Listener) -> &'static str {
+    match (&l.serve, l.tls.is_some()) {
+        (Serve::Http(_), false) => "HTTP",
+        (Serve::Http(_), true) => "HTTPS",
+        (Serve::TlsPassthrough(_), _) => "TLS-Passthrough",
+        (Serve::Tcp(_), true) => "TLS-Terminate",
+        (Serve::Tcp(_), false) => "TCP",
+        (Serve::Udp(_), _) => "UDP",
+    }
+}
+
+fn listener_id(l: &Listener) -> String {
     format!("{}/{}", l.gateway, l.name)
 }
 
@@ -155,10 +179,8 @@ fn join_ids<'a>(routes: impl Iterator<Item = &'a Route>) -> String {
 
 /// Rules in the order the proxy would try them for one host: every match
 /// stable-sorted by specificity, each rule listed at its first match.
-fn ranking(listener: &GatewayListener) -> String {
-    let mut matches: Vec<(MatchSpecificity, &Route)> = listener
-        .routes
-        .iter()
+fn ranking(listener: &Listener) -> String {
+    let mut matches: Vec<(MatchSpecificity, &Route)> = http_routes(listener)
         .map(|r| r.as_ref())
         .flat_map(|r| r.matches.iter().map(move |m| (MatchSpecificity::of(m), r)))
         .collect();

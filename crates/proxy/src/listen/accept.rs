@@ -1,0 +1,184 @@
+//! One accept loop per TCP socket, dispatching each connection by the
+//! socket's current [`SocketPlan`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use bytes::BytesMut;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::{Instant, timeout_at};
+
+use super::SocketPlan;
+use super::client_hello::read_client_hello;
+use super::rewind::Rewind;
+use super::tls::{TlsAction, TlsSocket};
+use crate::handler::{ConnInfo, Shared, SharedTable};
+use crate::http::server::serve_connection;
+
+/// A socket's plan, swapped atomically with its routing table.
+pub type SharedPlan = Arc<ArcSwap<SocketPlan>>;
+
+/// A client that opens a connection and never finishes the TLS handshake
+/// (ClientHello included) must not hold it forever.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A running accept loop.
+pub struct ListenerTask {
+    pub local: SocketAddr,
+    pub table: SharedTable,
+    pub plan: SharedPlan,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+impl ListenerTask {
+    /// Stops accepting; the returned task finishes once connections drained
+    /// (or were cut off after `drain_timeout`).
+    pub fn stop(self) -> JoinHandle<()> {
+        let _ = self.stop.send(());
+        self.task
+    }
+}
+
+/// What every connection of one socket shares.
+#[derive(Clone)]
+struct SocketState {
+    socket: SocketAddr,
+    shared: Arc<Shared>,
+    table: SharedTable,
+}
+
+/// Starts serving `listener`, routing with the table entry for `socket`.
+pub fn spawn(
+    listener: TcpListener,
+    socket: SocketAddr,
+    shared: Arc<Shared>,
+    table: SharedTable,
+    plan: SharedPlan,
+    drain_timeout: Duration,
+) -> ListenerTask {
+    let local = listener.local_addr().unwrap_or(socket);
+    let (stop, stopped) = oneshot::channel();
+    let state = SocketState {
+        socket,
+        shared,
+        table: table.clone(),
+    };
+    let task = tokio::spawn(accept_loop(
+        listener,
+        state,
+        plan.clone(),
+        drain_timeout,
+        stopped,
+    ));
+    ListenerTask {
+        local,
+        table,
+        plan,
+        stop,
+        task,
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: SocketState,
+    plan: SharedPlan,
+    drain_timeout: Duration,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let socket = state.socket;
+    let graceful = GracefulShutdown::new();
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                let (stream, client) = match accepted {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        tracing::warn!(%socket, error = %e, "accept failed");
+                        // Back off briefly so fd exhaustion does not spin.
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let plan = plan.load_full();
+                let state = state.clone();
+                let watcher = graceful.watcher();
+                connections.spawn(async move {
+                    let info = ConnInfo {
+                        socket: state.socket,
+                        client,
+                        https: false,
+                        sni_listener: None,
+                    };
+                    match &*plan {
+                        SocketPlan::Http => {
+                            serve_connection(stream, (state.shared, state.table), info, watcher)
+                                .await;
+                        }
+                        SocketPlan::Tls(tls) => tls_connection(stream, tls, state, info, watcher).await,
+                    }
+                });
+            }
+        }
+    }
+    drop(listener);
+    if tokio::time::timeout(drain_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(%socket, "drain timeout: closing remaining connections");
+    }
+    connections.abort_all();
+    while connections.join_next().await.is_some() {}
+}
+
+/// Reads the ClientHello, lets its SNI pick the listener and hands the
+/// connection (with the bytes read so far) to it.
+async fn tls_connection(
+    mut stream: TcpStream,
+    tls: &TlsSocket,
+    state: SocketState,
+    info: ConnInfo,
+    watcher: Watcher,
+) {
+    let client = info.client;
+    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    let mut read = BytesMut::new();
+    let hello = match timeout_at(deadline, read_client_hello(&mut stream, &mut read)).await {
+        Ok(Ok(hello)) => hello,
+        Ok(Err(e)) => return tracing::debug!(%client, error = ?e, "no usable ClientHello"),
+        Err(_) => return tracing::debug!(%client, "ClientHello timed out"),
+    };
+    let Some(listener) = tls.pick(hello.sni.as_deref()) else {
+        return tracing::debug!(%client, sni = ?hello.sni, "no listener for this SNI");
+    };
+    let io = Rewind::new(read.freeze(), stream);
+    match &listener.action {
+        TlsAction::Http(config) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(config.clone());
+            match timeout_at(deadline, acceptor.accept(io)).await {
+                Ok(Ok(tls_stream)) => {
+                    let info = ConnInfo {
+                        https: true,
+                        sni_listener: Some(listener.index),
+                        ..info
+                    };
+                    serve_connection(tls_stream, (state.shared, state.table), info, watcher).await;
+                }
+                Ok(Err(e)) => tracing::debug!(%client, error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%client, "TLS handshake timed out"),
+            }
+        }
+        TlsAction::Refuse => {}
+    }
+}

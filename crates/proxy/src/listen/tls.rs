@@ -1,0 +1,132 @@
+//! TCP sockets that carry TLS: the ClientHello's SNI picks the listener
+//! (exact hostname, then the longest wildcard, then the hostname-less one;
+//! a hello without SNI only reaches a hostname-less listener). A name no
+//! listener owns is refused: a connection never falls through to another
+//! listener's certificate or backends.
+
+use std::fmt;
+use std::sync::Arc;
+
+use coxswain_ir::{Hostname, Listener, Serve, Socket, TlsCertificate};
+use rustls::ServerConfig;
+use rustls::crypto::ring;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+
+/// A TLS socket's listeners, in the IR's hostname-specificity order.
+#[derive(Debug)]
+pub struct TlsSocket {
+    listeners: Vec<TlsListener>,
+}
+
+/// One listener of a TLS socket.
+#[derive(Debug)]
+pub struct TlsListener {
+    hostname: Option<Hostname>,
+    /// Position in the IR socket's listener list.
+    pub index: usize,
+    pub action: TlsAction,
+}
+
+/// What happens to a connection whose SNI picked this listener.
+#[derive(Debug)]
+pub enum TlsAction {
+    /// Terminate with this config, then serve HTTP/1.1 or HTTP/2 (ALPN).
+    Http(Arc<ServerConfig>),
+    /// No usable certificate: close the connection.
+    Refuse,
+}
+
+impl TlsSocket {
+    pub fn new(socket: &Socket) -> Self {
+        let listeners = socket
+            .listeners
+            .iter()
+            .enumerate()
+            .map(|(index, l)| TlsListener {
+                hostname: l.hostname.clone(),
+                index,
+                action: action(l),
+            })
+            .collect();
+        TlsSocket { listeners }
+    }
+
+    /// The listener that owns `sni`, if any.
+    pub fn pick(&self, sni: Option<&str>) -> Option<&TlsListener> {
+        self.listeners.iter().find(|l| match (&l.hostname, sni) {
+            (None, _) => true,
+            (Some(h), Some(name)) => h.matches(name),
+            (Some(_), None) => false,
+        })
+    }
+}
+
+fn action(listener: &Listener) -> TlsAction {
+    let Some(tls) = &listener.tls else {
+        return TlsAction::Refuse;
+    };
+    match &listener.serve {
+        Serve::Http(_) => match server_config(&listener.name, &tls.certificates) {
+            Some(config) => TlsAction::Http(config),
+            None => TlsAction::Refuse,
+        },
+        Serve::TlsPassthrough(_) | Serve::Tcp(_) | Serve::Udp(_) => TlsAction::Refuse,
+    }
+}
+
+/// Always presents one certificate: the listener was already chosen by SNI.
+struct OneCertificate(Arc<CertifiedKey>);
+
+impl fmt::Debug for OneCertificate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OneCertificate")
+    }
+}
+
+impl ResolvesServerCert for OneCertificate {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+}
+
+fn certified_key(cert: &TlsCertificate) -> Result<CertifiedKey, String> {
+    let chain: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(cert.cert_chain_pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("certificate chain: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(cert.key_pem.0.as_bytes())
+        .map_err(|e| format!("private key: {e}"))?;
+    let signer = ring::default_provider()
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| format!("private key: {e}"))?;
+    Ok(CertifiedKey::new(chain, signer))
+}
+
+/// A server config presenting the listener's first usable certificate, or
+/// `None` when none is usable (the listener then refuses connections).
+fn server_config(listener: &str, certificates: &[TlsCertificate]) -> Option<Arc<ServerConfig>> {
+    let key = certificates.iter().find_map(|c| match certified_key(c) {
+        Ok(key) => Some(key),
+        Err(e) => {
+            tracing::warn!(secret = %c.source, %listener, error = %e, "unusable certificate");
+            None
+        }
+    })?;
+    let builder = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions();
+    let mut config = match builder {
+        Ok(b) => b
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::new(OneCertificate(Arc::new(key)))),
+        Err(e) => {
+            tracing::error!(%listener, error = %e, "TLS config");
+            return None;
+        }
+    };
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Some(Arc::new(config))
+}
