@@ -133,6 +133,15 @@ macro_rules! kinds {
                 match self { $(Object::$variant(o) => Arc::get_mut(o).map(|o| &mut o.metadata),)* }
             }
 
+            /// The very same object (`Arc` identity), as providers keep an
+            /// unchanged object.
+            pub fn same_arc(&self, other: &Object) -> bool {
+                match (self, other) {
+                    $((Object::$variant(a), Object::$variant(b)) => Arc::ptr_eq(a, b),)*
+                    _ => false,
+                }
+            }
+
             /// Equal kind and equal content.
             pub fn same_content(&self, other: &Object) -> bool {
                 match (self, other) {
@@ -197,6 +206,18 @@ kinds! {
     HttpRoute: crate::HttpRoute {
         field: http_routes, kind: "HTTPRoute", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1beta1"], cluster_scoped: false, route_input: false,
+    }
+    TlsRoute: crate::TlsRoute {
+        field: tls_routes, kind: "TLSRoute", group: "gateway.networking.k8s.io",
+        versions: ["v1", "v1alpha3", "v1alpha2"], cluster_scoped: false, route_input: false,
+    }
+    TcpRoute: crate::TcpRoute {
+        field: tcp_routes, kind: "TCPRoute", group: "gateway.networking.k8s.io",
+        versions: ["v1", "v1alpha2"], cluster_scoped: false, route_input: false,
+    }
+    UdpRoute: crate::UdpRoute {
+        field: udp_routes, kind: "UDPRoute", group: "gateway.networking.k8s.io",
+        versions: ["v1", "v1alpha2"], cluster_scoped: false, route_input: false,
     }
     ReferenceGrant: crate::ReferenceGrant {
         field: reference_grants, kind: "ReferenceGrant", group: "gateway.networking.k8s.io",

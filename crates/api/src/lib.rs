@@ -34,6 +34,9 @@ pub use gw::gatewayclasses::GatewayClass;
 pub use gw::gateways::Gateway;
 pub use gw::httproutes::HttpRoute;
 pub use gw::referencegrants::ReferenceGrant;
+pub use gw::tcproutes::TcpRoute;
+pub use gw::tlsroutes::TlsRoute;
+pub use gw::udproutes::UdpRoute;
 pub use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 pub use k8s_openapi::api::discovery::v1::EndpointSlice;
 

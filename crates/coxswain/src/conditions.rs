@@ -3,7 +3,7 @@
 
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use coxswain_api::{Kind, ObjectKey};
-use coxswain_translate::Statuses;
+use coxswain_translate::{Statuses, api_kind};
 use serde_json::Value;
 
 /// One condition, with where it sits inside the status.
@@ -148,10 +148,10 @@ pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> 
             );
         }
     }
-    for (key, status) in &statuses.http_routes {
+    for ((kind, key), status) in &statuses.routes {
         for parent in &status.parents {
             let scope = || format!("parent {}", parent.parent_ref.name);
-            check("HTTPRoute", key, &scope, &parent.conditions);
+            check(kind.as_str(), key, &scope, &parent.conditions);
         }
     }
     out
@@ -164,7 +164,7 @@ pub fn all_statuses(statuses: &Statuses) -> Vec<(Kind, ObjectKey, Value)> {
         .keys()
         .map(|k| (Kind::GatewayClass, k))
         .chain(statuses.gateways.keys().map(|k| (Kind::Gateway, k)))
-        .chain(statuses.http_routes.keys().map(|k| (Kind::HttpRoute, k)));
+        .chain(statuses.routes.keys().map(|(r, k)| (api_kind(*r), k)));
     keys.filter_map(|(kind, key)| {
         let status = statuses.status_json(kind, key)?;
         Some((kind, key.clone(), status))

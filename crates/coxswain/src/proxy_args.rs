@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::ValueEnum;
-use coxswain_proxy::{EscapedSlashes, PathOptions, ProxyOptions};
+use coxswain_proxy::{EscapedSlashes, PathOptions, ProxyOptions, UdpOptions};
 
 use crate::duration::parse_duration;
 
@@ -21,6 +21,21 @@ pub struct ProxyArgs {
     /// forwarding (`//a///b` becomes `/a/b`).
     #[arg(long)]
     pub merge_slashes: bool,
+    /// A UDP session (one client address) with no datagram either way for
+    /// this long is evicted; its next datagram picks a backend afresh.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub proxy_udp_session_timeout: Duration,
+    /// At most this many UDP sessions per listener; beyond it the least
+    /// recently active session is evicted.
+    #[arg(long, default_value_t = 16_384, value_name = "N")]
+    pub proxy_udp_max_sessions: usize,
+    /// A TCP or TLS (TCPRoute/TLSRoute) connection with no bytes either way
+    /// for this long is closed.
+    #[arg(long, default_value = "1h", value_parser = parse_duration, value_name = "DURATION")]
+    pub proxy_tcp_idle_timeout: Duration,
+    /// Connect timeout for backend connections.
+    #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    pub proxy_connect_timeout: Duration,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -40,7 +55,12 @@ impl ProxyArgs {
                 },
                 merge_slashes: self.merge_slashes,
             },
-            ..ProxyOptions::default()
+            udp: UdpOptions {
+                session_timeout: self.proxy_udp_session_timeout,
+                max_sessions: self.proxy_udp_max_sessions.max(1),
+            },
+            tcp_idle_timeout: self.proxy_tcp_idle_timeout,
+            connect_timeout: self.proxy_connect_timeout,
         }
     }
 }

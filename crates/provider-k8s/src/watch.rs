@@ -56,6 +56,7 @@ fn spawn<K: ApiObject>(
             watcher::watcher(api, watcher::Config::default()).backoff(ReconnectBackoff::default());
         let mut stream = std::pin::pin!(stream);
         let mut relist: Vec<Object> = Vec::new();
+        let mut missing = false;
         let slim = |mut object: K| {
             // Managed fields are large and never read.
             object.meta_mut().managed_fields = None;
@@ -73,10 +74,25 @@ fn spawn<K: ApiObject>(
                 }
                 Ok(Event::InitDone) => {
                     tracing::debug!(kind = kind.name(), objects = relist.len(), "listed");
+                    missing = false;
                     Change::Replace(kind, std::mem::take(&mut relist))
                 }
                 Ok(Event::Apply(object)) => Change::Apply(slim(object)),
                 Ok(Event::Delete(object)) => Change::Delete(kind, ObjectKey::of(object.meta())),
+                Err(watcher::Error::InitialListFailed(kube::Error::Api(status)))
+                    if status.is_not_found() =>
+                {
+                    // The kind's CRD is not installed: there are none of
+                    // them, which must not keep every other kind from being
+                    // served. The watcher keeps retrying, so installing
+                    // the CRD later brings them in.
+                    if missing {
+                        continue;
+                    }
+                    missing = true;
+                    tracing::warn!(kind = kind.name(), "resource not served by the API server (CRD not installed?); treating it as empty");
+                    Change::Replace(kind, Vec::new())
+                }
                 Err(error) => {
                     tracing::warn!(kind = kind.name(), %error, "watch failed; retrying with backoff");
                     continue;

@@ -14,16 +14,19 @@
     )
 )]
 
+mod compile;
 mod forward;
 mod h2c_pool;
 mod handler;
 pub mod http;
+mod l4;
 pub mod listen;
 mod metrics;
 mod rejections;
 mod route;
 pub mod router;
 mod upstream;
+mod weighted;
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -33,16 +36,21 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use coxswain_ir::{Config, Transport};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UdpSocket};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use crate::http::normalize::{EscapedSlashes, PathOptions};
 
 use handler::Shared;
+pub use l4::udp::UdpOptions;
+
+use compile::{Compiled, Plan, SocketKey};
+use l4::tcp::TcpTimeouts;
 use listen::{ListenerTask, SocketPlan};
 use metrics::Metrics;
 pub use route::CompiledRoute;
-use router::{RouteCache, Router};
+use router::RouteCache;
 
 /// Tunables that are not part of the routing config.
 #[derive(Clone, Debug)]
@@ -54,6 +62,10 @@ pub struct ProxyOptions {
     pub connect_timeout: Duration,
     /// How request paths are normalised before matching.
     pub path: PathOptions,
+    /// A TCP or TLS connection with no bytes either way for this long is
+    /// closed.
+    pub tcp_idle_timeout: Duration,
+    pub udp: UdpOptions,
 }
 
 impl Default for ProxyOptions {
@@ -62,6 +74,8 @@ impl Default for ProxyOptions {
             drain_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             path: PathOptions::default(),
+            tcp_idle_timeout: Duration::from_secs(3600),
+            udp: UdpOptions::default(),
         }
     }
 }
@@ -69,18 +83,57 @@ impl Default for ProxyOptions {
 /// What happened when a config was applied.
 #[derive(Clone, Debug, Default)]
 pub struct ApplyReport {
-    /// Sockets now listening (new and kept).
+    /// Sockets now listening (new and kept), TCP and UDP.
     pub bound: Vec<SocketAddr>,
     /// Sockets that could not be bound, with the OS error.
     pub failed: Vec<(SocketAddr, String)>,
+}
+
+/// A UDP socket's relay task.
+struct UdpTask {
+    local: SocketAddr,
+    table: l4::udp::SharedL4,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+enum SocketTask {
+    Tcp(ListenerTask),
+    Udp(UdpTask),
+}
+
+impl SocketTask {
+    fn local(&self) -> SocketAddr {
+        match self {
+            SocketTask::Tcp(t) => t.local,
+            SocketTask::Udp(t) => t.local,
+        }
+    }
+
+    /// Stops it; TCP sockets drain their connections, UDP sessions end.
+    fn stop(self) -> JoinHandle<()> {
+        match self {
+            SocketTask::Tcp(t) => t.stop(),
+            SocketTask::Udp(t) => {
+                let _ = t.stop.send(());
+                t.task
+            }
+        }
+    }
+}
+
+/// A socket bound for a new config, not yet serving.
+enum Bound {
+    Tcp(TcpListener),
+    Udp(UdpSocket),
 }
 
 struct Inner {
     options: ProxyOptions,
     shared: Arc<Shared>,
     config: ArcSwap<Config>,
-    /// Serialises apply/shutdown; maps configured socket -> accept loop.
-    listeners: tokio::sync::Mutex<HashMap<SocketAddr, ListenerTask>>,
+    /// Serialises apply/shutdown; maps configured socket -> its task.
+    sockets: tokio::sync::Mutex<HashMap<SocketKey, SocketTask>>,
     /// Accept loops of removed sockets that are still draining.
     draining: Mutex<Vec<JoinHandle<()>>>,
     /// Routes compiled for the last config, reused by the next apply.
@@ -107,7 +160,7 @@ impl Proxy {
                 options,
                 shared: Arc::new(shared),
                 config: ArcSwap::from_pointee(Config::default()),
-                listeners: tokio::sync::Mutex::new(HashMap::new()),
+                sockets: tokio::sync::Mutex::new(HashMap::new()),
                 draining: Mutex::new(Vec::new()),
                 route_cache: Arc::default(),
             }),
@@ -119,51 +172,50 @@ impl Proxy {
     /// Requests already in flight finish on the config they started with.
     pub async fn apply(&self, config: Arc<Config>) -> ApplyReport {
         let inner = &self.inner;
-        let shared = &inner.shared;
         // Compiling 10k routes takes a while: keep it off the async workers.
         let compiled = {
-            let (config, metrics) = (config.clone(), shared.metrics.clone());
+            let (config, metrics) = (config.clone(), inner.shared.metrics.clone());
             let cache = inner.route_cache.clone();
             tokio::task::spawn_blocking(move || {
                 let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
-                Router::compile_reusing(&config, &metrics, &mut cache)
+                Compiled::new(&config, &metrics, &mut cache)
             })
             .await
         };
-        let router = match compiled {
-            Ok(router) => router,
+        let compiled = match compiled {
+            Ok(compiled) => compiled,
             Err(e) => {
                 tracing::error!(error = %e, "config compilation failed; keeping the old config");
                 return ApplyReport::default();
             }
         };
-        let mut listeners = inner.listeners.lock().await;
-        let desired: BTreeSet<SocketAddr> = config
-            .sockets
-            .iter()
-            .filter(|s| s.transport == Transport::Tcp)
-            .map(|s| s.addr())
-            .collect();
+        let mut sockets = inner.sockets.lock().await;
+        let desired: BTreeSet<SocketKey> = compiled.plans.keys().copied().collect();
 
         let mut report = ApplyReport::default();
         let mut fresh = Vec::new();
-        for &addr in desired.iter().filter(|a| !listeners.contains_key(a)) {
-            match TcpListener::bind(addr).await {
-                Ok(listener) => fresh.push((addr, listener)),
+        for &key in desired.iter().filter(|k| !sockets.contains_key(k)) {
+            let (transport, addr) = key;
+            let bound = match transport {
+                Transport::Tcp => TcpListener::bind(addr).await.map(Bound::Tcp),
+                Transport::Udp => UdpSocket::bind(addr).await.map(Bound::Udp),
+            };
+            match bound {
+                Ok(bound) => fresh.push((key, bound)),
                 Err(e) => {
-                    tracing::warn!(%addr, error = %e, "bind failed");
+                    tracing::warn!(%addr, ?transport, error = %e, "bind failed");
                     report.failed.push((addr, e.to_string()));
                 }
             }
         }
-        let removed: Vec<SocketAddr> = listeners
+        let removed: Vec<SocketKey> = sockets
             .keys()
-            .filter(|a| !desired.contains(a))
+            .filter(|k| !desired.contains(k))
             .copied()
             .collect();
-        for addr in removed {
-            if let Some(task) = listeners.remove(&addr) {
-                tracing::info!(%addr, "listener removed; draining");
+        for key in removed {
+            if let Some(task) = sockets.remove(&key) {
+                tracing::info!(addr = %key.1, transport = ?key.0, "listener removed; draining");
                 let handle = task.stop();
                 let mut draining = inner
                     .draining
@@ -174,48 +226,79 @@ impl Proxy {
             }
         }
 
-        // Kept listeners switch atomically; removed ones keep draining on
-        // the table they had.
-        let plans: HashMap<SocketAddr, Arc<SocketPlan>> = config
-            .sockets
-            .iter()
-            .filter(|s| s.transport == Transport::Tcp)
-            .map(|s| (s.addr(), Arc::new(SocketPlan::of(s))))
-            .collect();
-        let plan_of = |addr: &SocketAddr| {
-            plans
-                .get(addr)
-                .cloned()
-                .unwrap_or_else(|| Arc::new(SocketPlan::Http))
-        };
-        let router = Arc::new(router);
-        for (addr, task) in listeners.iter() {
-            task.plan.store(plan_of(addr));
-            task.table.store(router.clone());
+        // Kept sockets switch atomically; removed ones keep draining on
+        // the tables they had.
+        for (key, task) in sockets.iter() {
+            match (task, compiled.plans.get(key)) {
+                (SocketTask::Tcp(t), Some(Plan::Tcp(plan))) => {
+                    t.plan.store(plan.clone());
+                    t.table.store(compiled.router.clone());
+                }
+                (SocketTask::Udp(t), Some(Plan::Udp(table))) => t.table.store(table.clone()),
+                _ => {}
+            }
         }
         inner.config.store(config);
-        for (addr, listener) in fresh {
-            let table = Arc::new(ArcSwap::new(router.clone()));
-            let plan = Arc::new(ArcSwap::new(plan_of(&addr)));
-            let task = listen::spawn(
-                listener,
-                addr,
-                shared.clone(),
-                table,
-                plan,
-                inner.options.drain_timeout,
-            );
-            listeners.insert(addr, task);
+        for (key, bound) in fresh {
+            let task = self.spawn(key, bound, &compiled);
+            sockets.insert(key, task);
         }
         report.bound = desired
             .iter()
-            .filter_map(|a| listeners.get(a).map(|t| t.local))
+            .filter_map(|k| sockets.get(k).map(SocketTask::local))
             .collect();
-        shared
+        inner
+            .shared
             .metrics
             .config_applies
             .fetch_add(1, Ordering::Relaxed);
         report
+    }
+
+    fn spawn(&self, key: SocketKey, bound: Bound, compiled: &Compiled) -> SocketTask {
+        let inner = &self.inner;
+        let plan = compiled.plans.get(&key);
+        match bound {
+            Bound::Tcp(listener) => {
+                let plan = match plan {
+                    Some(Plan::Tcp(p)) => p.clone(),
+                    _ => Arc::new(SocketPlan::Http),
+                };
+                let timeouts = TcpTimeouts {
+                    connect: inner.options.connect_timeout,
+                    idle: inner.options.tcp_idle_timeout,
+                };
+                SocketTask::Tcp(listen::spawn(
+                    listener,
+                    key.1,
+                    inner.shared.clone(),
+                    Arc::new(ArcSwap::new(compiled.router.clone())),
+                    Arc::new(ArcSwap::new(plan)),
+                    (inner.options.drain_timeout, timeouts),
+                ))
+            }
+            Bound::Udp(socket) => {
+                let table = match plan {
+                    Some(Plan::Udp(t)) => t.clone(),
+                    _ => Arc::default(),
+                };
+                let table = Arc::new(ArcSwap::new(table));
+                let local = socket.local_addr().unwrap_or(key.1);
+                let (stop, stopped) = oneshot::channel();
+                let task = tokio::spawn(l4::udp::serve(
+                    Arc::new(socket),
+                    table.clone(),
+                    inner.options.udp,
+                    stopped,
+                ));
+                SocketTask::Udp(UdpTask {
+                    local,
+                    table,
+                    stop,
+                    task,
+                })
+            }
+        }
     }
 
     /// The config currently serving.
@@ -231,8 +314,8 @@ impl Proxy {
     /// Stops accepting, then waits up to `drain_timeout` for in-flight requests.
     pub async fn shutdown(&self) {
         let mut handles: Vec<JoinHandle<()>> = {
-            let mut listeners = self.inner.listeners.lock().await;
-            listeners.drain().map(|(_, task)| task.stop()).collect()
+            let mut sockets = self.inner.sockets.lock().await;
+            sockets.drain().map(|(_, task)| task.stop()).collect()
         };
         handles.extend(
             self.inner

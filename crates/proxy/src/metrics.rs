@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: taken at config compile time and for rare status codes outside the per-route atomic slots
 use std::time::Duration;
 
+use crate::l4::metrics::L4Registry;
 use crate::rejections::Rejections;
 
 /// Histogram bucket upper bounds in seconds.
@@ -108,6 +109,7 @@ pub struct Metrics {
     pub connect_errors: AtomicU64,
     pub config_applies: AtomicU64,
     pub rejections: Rejections,
+    pub l4: L4Registry,
 }
 
 impl Metrics {
@@ -169,6 +171,7 @@ impl Metrics {
             );
         }
         self.rejections.render(out);
+        self.l4.render(out);
     }
 }
 

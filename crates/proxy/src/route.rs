@@ -14,6 +14,7 @@ use http::{HeaderName, HeaderValue};
 
 use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
 use crate::router::{CompiledMatch, MatchError};
+use crate::weighted::Weighted;
 
 /// An upstream cluster with its round-robin cursor.
 #[derive(Debug)]
@@ -33,9 +34,20 @@ impl ClusterState {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
         self.endpoints.get(i).copied()
     }
+
+    /// Every endpoint, starting with the next one by round robin.
+    pub fn endpoints_from_next(&self) -> Vec<SocketAddr> {
+        if self.endpoints.is_empty() {
+            return Vec::new();
+        }
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
+        let (before, after) = self.endpoints.split_at(start);
+        after.iter().chain(before).copied().collect()
+    }
 }
 
 /// All clusters of one config by name.
+#[derive(Debug, Default)]
 pub struct ClusterSet(HashMap<String, Arc<ClusterState>>);
 
 impl ClusterSet {
@@ -127,10 +139,21 @@ pub enum Target {
     Invalid(String),
 }
 
+impl Target {
+    /// The cluster a backendRef names in `clusters`, or why there is none.
+    pub fn resolve(target: &BackendTarget, clusters: &ClusterSet) -> Target {
+        match target {
+            BackendTarget::Cluster(name) => match clusters.0.get(name) {
+                Some(c) => Target::Cluster(c.clone()),
+                None => Target::Invalid(format!("cluster {name} missing")),
+            },
+            BackendTarget::Invalid { reason } => Target::Invalid(reason.clone()),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Backend {
-    /// Running total of weights up to and including this backend.
-    cumulative: u64,
     pub target: Target,
     pub filters: Vec<RouteFilter>,
     pub counters: Arc<StatusCounters>,
@@ -144,8 +167,7 @@ pub struct CompiledRoute {
     /// Precedence of each match, kept so a reused route is not re-ranked.
     pub specificity: Vec<MatchSpecificity>,
     pub filters: Vec<RouteFilter>,
-    backends: Vec<Backend>,
-    total_weight: u64,
+    backends: Weighted<Backend>,
     pub timeouts: Timeouts,
     pub metrics: Arc<RouteMetrics>,
     /// Counters for responses with no upstream (redirects, 500s).
@@ -173,38 +195,24 @@ impl CompiledRoute {
             .collect::<Result<Vec<_>, _>>()?;
         let label = route_label(&route.id);
         let route_metrics = metrics.route(&label);
-        let mut cumulative = 0u64;
-        let backends = route
-            .backends
-            .iter()
-            .filter(|b| b.weight > 0)
-            .map(|b| {
-                cumulative += u64::from(b.weight);
-                let (target, upstream) = match &b.target {
-                    BackendTarget::Cluster(name) => match clusters.0.get(name) {
-                        Some(c) => (Target::Cluster(c.clone()), name.as_str()),
-                        None => (
-                            Target::Invalid(format!("cluster {name} missing")),
-                            name.as_str(),
-                        ),
-                    },
-                    BackendTarget::Invalid { reason } => (Target::Invalid(reason.clone()), ""),
-                };
-                Backend {
-                    cumulative,
-                    counters: route_metrics.upstream(upstream),
-                    target,
-                    filters: compile_filters(&b.filters),
-                }
-            })
-            .collect();
+        let backends = Weighted::new(route.backends.iter().map(|b| {
+            let upstream = match &b.target {
+                BackendTarget::Cluster(name) => name.as_str(),
+                BackendTarget::Invalid { .. } => "",
+            };
+            let backend = Backend {
+                counters: route_metrics.upstream(upstream),
+                target: Target::resolve(&b.target, clusters),
+                filters: compile_filters(&b.filters),
+            };
+            (b.weight, backend)
+        }));
         Ok(CompiledRoute {
             id: route.id.clone(),
             matches,
             specificity: route.matches.iter().map(MatchSpecificity::of).collect(),
             filters: compile_filters(&route.filters),
             backends,
-            total_weight: cumulative,
             timeouts: route.timeouts.clone(),
             local_counters: route_metrics.upstream(""),
             metrics: route_metrics,
@@ -214,10 +222,6 @@ impl CompiledRoute {
 
     /// Weighted random choice; `None` when no backend has weight.
     pub fn choose_backend(&self) -> Option<&Backend> {
-        if self.total_weight == 0 {
-            return None;
-        }
-        let pick = rand::random_range(0..self.total_weight);
-        self.backends.iter().find(|b| pick < b.cumulative)
+        self.backends.choose()
     }
 }

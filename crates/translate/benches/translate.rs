@@ -81,7 +81,7 @@ fn bench(c: &mut Criterion) {
         now: Time(Timestamp::UNIX_EPOCH),
     };
     let out = translate(&snapshot, &options);
-    assert_eq!(out.statuses.http_routes.len(), ROUTES);
+    assert_eq!(out.statuses.routes.len(), ROUTES);
     assert_eq!(out.ir.clusters.len(), ROUTES);
     c.bench_function("translate_5000_http_routes", |b| {
         b.iter(|| translate(std::hint::black_box(&snapshot), &options))

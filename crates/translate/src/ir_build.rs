@@ -12,8 +12,8 @@ use coxswain_ir::{
 };
 
 use crate::endpoints::SliceIndex;
-use crate::gateway::GatewayModel;
-use crate::route::{ClusterSpec, ListenerRoutes};
+use crate::gateway::{GatewayModel, Protocol, TlsMode};
+use crate::route::{ClusterSpec, IrRoute, ListenerRoutes};
 
 pub fn build_config(
     snapshot: &Snapshot,
@@ -42,19 +42,25 @@ pub fn build_config(
                 .and_then(|m| m.remove(&idx))
                 .unwrap_or_default();
             attached.sort_by_key(|a| a.order);
-            let ir_routes: Vec<_> = attached.into_iter().map(|a| a.route).collect();
+            let Some(protocol) = l.protocol else {
+                continue;
+            };
             let listener = Listener {
                 gateway: key.to_string(),
                 name: l.name.clone(),
                 hostname: l.hostname.clone(),
                 tls,
-                serve: Serve::Http(ir_routes),
+                serve: serve(protocol, attached.into_iter().map(|a| a.route)),
+            };
+            let transport = match protocol {
+                Protocol::Udp => Transport::Udp,
+                _ => Transport::Tcp,
             };
             for address in addresses {
                 // Protocols on one port never mix within a Gateway
                 // (ProtocolConflict); across Gateways the sockets are shared.
                 sockets
-                    .entry((Transport::Tcp, *address, l.port))
+                    .entry((transport, *address, l.port))
                     .or_default()
                     .push(listener.clone());
             }
@@ -88,6 +94,24 @@ pub fn build_config(
         ir_version: IR_VERSION,
         sockets,
         clusters,
+    }
+}
+
+/// What a listener of `protocol` serves: its routes, in spec order. A
+/// listener only ever takes routes of its protocol's kind.
+fn serve(protocol: Protocol, routes: impl Iterator<Item = IrRoute>) -> Serve {
+    let (mut http, mut l4) = (Vec::new(), Vec::new());
+    for route in routes {
+        match route {
+            IrRoute::Http(r) => http.push(r),
+            IrRoute::L4(r) => l4.push(r),
+        }
+    }
+    match protocol {
+        Protocol::Http | Protocol::Https => Serve::Http(http),
+        Protocol::Tls(TlsMode::Passthrough) => Serve::TlsPassthrough(l4),
+        Protocol::Tls(TlsMode::Terminate) | Protocol::Tcp => Serve::Tcp(l4),
+        Protocol::Udp => Serve::Udp(l4),
     }
 }
 

@@ -31,7 +31,8 @@ pub use conditions::{ConditionType, Reason};
 pub use duration::parse_duration_ms;
 pub use features::SUPPORTED_FEATURES;
 pub use memo::Translator;
-pub use output::{Output, Statuses};
+pub use output::{Output, Statuses, api_kind, route_kind};
+pub use route::{RouteKey, RouteStatus};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -97,7 +98,7 @@ fn translate_memoised(
             .iter()
             .map(|(key, gw)| (key.clone(), gateway::gateway_status(gw, options)))
             .collect(),
-        http_routes: attachments.statuses,
+        routes: attachments.statuses,
     };
     Output { ir, statuses }
 }

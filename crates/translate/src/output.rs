@@ -3,7 +3,9 @@ use std::sync::Arc;
 
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
 use coxswain_api::gw::gateways::GatewayStatus;
-use coxswain_api::gw::httproutes::HttpRouteStatus;
+use coxswain_ir::RouteKind;
+
+use crate::route::{RouteKey, RouteStatus};
 use coxswain_api::{Kind, ObjectKey};
 
 /// The result of one translation.
@@ -19,9 +21,31 @@ pub struct Output {
 pub struct Statuses {
     pub gateway_classes: BTreeMap<ObjectKey, GatewayClassStatus>,
     pub gateways: BTreeMap<ObjectKey, GatewayStatus>,
-    /// Shared with the translator's memo: an unchanged route's status is
-    /// not rebuilt.
-    pub http_routes: BTreeMap<ObjectKey, Arc<HttpRouteStatus>>,
+    /// Routes of every kind. Shared with the translator's memo: an
+    /// unchanged route's status is not rebuilt.
+    pub routes: BTreeMap<RouteKey, Arc<RouteStatus>>,
+}
+
+/// The API kind of a route kind.
+pub fn api_kind(kind: RouteKind) -> Kind {
+    match kind {
+        RouteKind::Http => Kind::HttpRoute,
+        RouteKind::Tls => Kind::TlsRoute,
+        RouteKind::Tcp => Kind::TcpRoute,
+        RouteKind::Udp => Kind::UdpRoute,
+    }
+}
+
+/// The route kind of an API kind, if it is a route.
+pub fn route_kind(kind: Kind) -> Option<RouteKind> {
+    [
+        RouteKind::Http,
+        RouteKind::Tls,
+        RouteKind::Tcp,
+        RouteKind::Udp,
+    ]
+    .into_iter()
+    .find(|r| api_kind(*r) == kind)
 }
 
 impl Statuses {
@@ -31,8 +55,10 @@ impl Statuses {
         let value = match kind {
             Kind::GatewayClass => serde_json::to_value(self.gateway_classes.get(key)?),
             Kind::Gateway => serde_json::to_value(self.gateways.get(key)?),
-            Kind::HttpRoute => serde_json::to_value(self.http_routes.get(key)?.as_ref()),
-            _ => return None,
+            _ => {
+                let route = (route_kind(kind)?, key.clone());
+                serde_json::to_value(self.routes.get(&route)?.as_ref())
+            }
         };
         value.ok()
     }
@@ -64,7 +90,7 @@ impl Output {
                 .flatten()
                 .all(|l| ok(&l.conditions, &["Accepted", "ResolvedRefs", "Programmed"]))
         });
-        let routes = self.statuses.http_routes.values().all(|s| {
+        let routes = self.statuses.routes.values().all(|s| {
             s.parents
                 .iter()
                 .all(|p| ok(&p.conditions, &["Accepted", "ResolvedRefs"]))

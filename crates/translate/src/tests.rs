@@ -151,6 +151,6 @@ fn classes_of_other_controllers_and_their_gateways_get_no_status() {
     let out = translate(&s, &options());
     assert!(out.statuses.gateway_classes.is_empty());
     assert!(out.statuses.gateways.is_empty());
-    assert!(out.statuses.http_routes.is_empty());
+    assert!(out.statuses.routes.is_empty());
     assert!(out.ir.sockets.is_empty());
 }

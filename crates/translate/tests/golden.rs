@@ -34,7 +34,7 @@
 //! - `ir sockets=<n> routes=<n> clusters=<n>` (any subset): sockets, rules
 //!   over every gateway listener, clusters.
 //! - `ir cluster=<ns/svc:port> endpoints=<n> [protocol=<Http1|H2c>]`.
-//! - `ir socket=<addr:port>[/udp] listeners=<ns/gw/listener,...>` (in order),
+//! - `ir socket=<addr:port>[/udp] ids=<ns/gw/listener,...>` (listeners in order),
 //!   `serves=<HTTP|HTTPS|TLS-Passthrough|TLS-Terminate|TCP|UDP,...>`.
 //! - `ir on=<ns/gw/listener> order=<ns/route#rule,...>`: IR order;
 //!   `ranking=...`: order after stable-sorting all matches by
@@ -209,6 +209,9 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "gateway",
                 "listener",
                 "httproute",
+                "tlsroute",
+                "tcproute",
+                "udproute",
                 "endpoints",
                 "referencegrant"
             ]

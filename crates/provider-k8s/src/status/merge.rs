@@ -66,7 +66,8 @@ pub fn merge_gateway(live: Option<&GatewayStatus>, mut desired: GatewayStatus) -
 /// Route status: live parents of other controllers stay as they are, in
 /// place; ours are replaced by `desired` (merged), and ours that we no
 /// longer report are dropped.
-pub fn merge_http_route(
+/// Merges the parents we own into a route's live status (any route kind).
+pub fn merge_route(
     live: Option<&HttpRouteStatus>,
     desired: HttpRouteStatus,
     controller_name: &str,

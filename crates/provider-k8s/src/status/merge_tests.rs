@@ -132,7 +132,7 @@ fn other_controllers_parents_are_kept_in_place() {
         parent(OURS, "c", "Accepted", T1),
         parent(OURS, "b", "Accepted", T1),
     ]);
-    let merged = merge_http_route(Some(&live), desired, OURS);
+    let merged = merge_route(Some(&live), desired, OURS);
     let expected = route(vec![
         parent("example.com/other", "a", "Accepted", T0),
         parent(OURS, "b", "Accepted", T0),
@@ -148,7 +148,7 @@ fn route_no_op_when_only_times_differ() {
         parent(OURS, "b", "Accepted", T0),
     ]);
     let desired = route(vec![parent(OURS, "b", "Accepted", T1)]);
-    let merged = merge_http_route(Some(&live), desired, OURS);
+    let merged = merge_route(Some(&live), desired, OURS);
     assert_eq!(merged, live);
     assert!(same_ignoring_times(Some(&live), &merged));
 }
@@ -156,7 +156,7 @@ fn route_no_op_when_only_times_differ() {
 #[test]
 fn first_status_of_a_route() {
     let desired = route(vec![parent(OURS, "b", "Accepted", T1)]);
-    let merged = merge_http_route(None, desired.clone(), OURS);
+    let merged = merge_route(None, desired.clone(), OURS);
     assert_eq!(merged, desired);
     assert!(!same_ignoring_times(None, &merged));
 }

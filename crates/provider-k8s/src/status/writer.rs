@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coxswain_api::{ObjectKey, Snapshot};
-use coxswain_translate::Statuses;
+use coxswain_ir::RouteKind;
+use coxswain_translate::{RouteStatus, Statuses, api_kind};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Service, ServiceAccount};
 use kube::api::PostParams;
@@ -19,7 +20,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until, timeout};
 
-use super::merge::{merge_gateway, merge_gateway_class, merge_http_route, same_ignoring_times};
+use super::merge::{merge_gateway, merge_gateway_class, merge_route, same_ignoring_times};
 use super::resources::ResourceWriter;
 use crate::metrics::Metrics;
 
@@ -148,20 +149,16 @@ async fn pass(
             );
         }
     }
-    for (key, desired) in &job.statuses.http_routes {
-        if let Some(live) = snapshot.http_routes.get(key) {
-            let desired = desired.as_ref().clone();
-            let merged = merge_http_route(live.status.as_ref(), desired, &config.controller_name);
-            let api = Api::namespaced(client.clone(), &key.namespace);
-            plan.write(
-                "HTTPRoute",
-                key,
-                &**live,
-                live.status.as_ref(),
-                merged,
-                api,
-                |o, s| o.status = Some(s),
-            );
+    for ((kind, key), desired) in &job.statuses.routes {
+        let name = api_kind(*kind).name();
+        let client = client.clone();
+        match kind {
+            RouteKind::Http => {
+                plan.route(name, key, snapshot.http_routes.get(key), desired, client)
+            }
+            RouteKind::Tls => plan.route(name, key, snapshot.tls_routes.get(key), desired, client),
+            RouteKind::Tcp => plan.route(name, key, snapshot.tcp_routes.get(key), desired, client),
+            RouteKind::Udp => plan.route(name, key, snapshot.udp_routes.get(key), desired, client),
         }
     }
     let writes = plan.writes;
@@ -243,6 +240,79 @@ impl Plan<'_> {
             set_status(&mut object, merged);
             self.writes.push(replace_status(api, object, self.config));
         }
+    }
+}
+
+/// A route kind's object: its status has the shape of [`RouteStatus`].
+trait RouteObject:
+    kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + Clone
+    + serde::Serialize
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    type Status: serde::Serialize + serde::de::DeserializeOwned;
+    fn status(&self) -> Option<&Self::Status>;
+    fn set_status(&mut self, status: Self::Status);
+}
+
+macro_rules! route_objects {
+    ($($kind:ty => $status:ty;)*) => {$(
+        impl RouteObject for $kind {
+            type Status = $status;
+            fn status(&self) -> Option<&$status> {
+                self.status.as_ref()
+            }
+            fn set_status(&mut self, status: $status) {
+                self.status = Some(status);
+            }
+        }
+    )*};
+}
+
+route_objects! {
+    coxswain_api::HttpRoute => coxswain_api::gw::httproutes::HttpRouteStatus;
+    coxswain_api::TlsRoute => coxswain_api::gw::tlsroutes::TlsRouteStatus;
+    coxswain_api::TcpRoute => coxswain_api::gw::tcproutes::TcpRouteStatus;
+    coxswain_api::UdpRoute => coxswain_api::gw::udproutes::UdpRouteStatus;
+}
+
+/// Converts between status types of identical JSON shape.
+fn reshape<A: serde::Serialize, B: serde::de::DeserializeOwned>(a: &A) -> Option<B> {
+    serde_json::to_value(a)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
+}
+
+impl Plan<'_> {
+    /// Queues the merged status of a route of any kind.
+    fn route<K: RouteObject>(
+        &mut self,
+        kind: &'static str,
+        key: &ObjectKey,
+        live: Option<&Arc<K>>,
+        desired: &RouteStatus,
+        client: Client,
+    ) {
+        let Some(live) = live else {
+            return;
+        };
+        let live_status: Option<RouteStatus> = live.status().and_then(reshape);
+        let merged = merge_route(
+            live_status.as_ref(),
+            desired.clone(),
+            &self.config.controller_name,
+        );
+        let Some(merged) = reshape::<_, K::Status>(&merged) else {
+            return;
+        };
+        let api = Api::namespaced(client, &key.namespace);
+        self.write(kind, key, &**live, live.status(), merged, api, |o, s| {
+            o.set_status(s)
+        });
     }
 }
 

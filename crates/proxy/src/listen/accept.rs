@@ -19,6 +19,7 @@ use super::rewind::Rewind;
 use super::tls::{TlsAction, TlsSocket};
 use crate::handler::{ConnInfo, Shared, SharedTable};
 use crate::http::server::serve_connection;
+use crate::l4::tcp::{TcpTimeouts, proxy_connection};
 
 /// A socket's plan, swapped atomically with its routing table.
 pub type SharedPlan = Arc<ArcSwap<SocketPlan>>;
@@ -51,6 +52,7 @@ struct SocketState {
     socket: SocketAddr,
     shared: Arc<Shared>,
     table: SharedTable,
+    tcp: TcpTimeouts,
 }
 
 /// Starts serving `listener`, routing with the table entry for `socket`.
@@ -60,7 +62,7 @@ pub fn spawn(
     shared: Arc<Shared>,
     table: SharedTable,
     plan: SharedPlan,
-    drain_timeout: Duration,
+    (drain_timeout, tcp): (Duration, TcpTimeouts),
 ) -> ListenerTask {
     let local = listener.local_addr().unwrap_or(socket);
     let (stop, stopped) = oneshot::channel();
@@ -68,6 +70,7 @@ pub fn spawn(
         socket,
         shared,
         table: table.clone(),
+        tcp,
     };
     let task = tokio::spawn(accept_loop(
         listener,
@@ -126,6 +129,11 @@ async fn accept_loop(
                                 .await;
                         }
                         SocketPlan::Tls(tls) => tls_connection(stream, tls, state, info, watcher).await,
+                        SocketPlan::Tcp(table) => {
+                            // Draining waits for a spliced connection too.
+                            let _watched = watcher;
+                            proxy_connection(stream, client, table, None, state.tcp).await;
+                        }
                     }
                 });
             }
@@ -178,6 +186,22 @@ async fn tls_connection(
                 Ok(Err(e)) => tracing::debug!(%client, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%client, "TLS handshake timed out"),
             }
+        }
+        TlsAction::Tcp(config, table) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(config.clone());
+            match timeout_at(deadline, acceptor.accept(io)).await {
+                Ok(Ok(tls_stream)) => {
+                    let _watched = watcher;
+                    let sni = hello.sni.as_deref();
+                    proxy_connection(tls_stream, client, table, sni, state.tcp).await;
+                }
+                Ok(Err(e)) => tracing::debug!(%client, error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%client, "TLS handshake timed out"),
+            }
+        }
+        TlsAction::Passthrough(table) => {
+            let _watched = watcher;
+            proxy_connection(io, client, table, hello.sni.as_deref(), state.tcp).await;
         }
         TlsAction::Refuse => {}
     }

@@ -9,8 +9,13 @@ pub mod tls;
 
 pub use accept::{ListenerTask, SharedPlan, spawn};
 
-use coxswain_ir::Socket;
+use std::sync::Arc;
 
+use coxswain_ir::{Serve, Socket};
+
+use crate::l4::L4Table;
+use crate::l4::metrics::L4Registry;
+use crate::route::ClusterSet;
 use tls::TlsSocket;
 
 /// How a TCP socket treats new connections. Swapped atomically with its
@@ -21,14 +26,30 @@ pub enum SocketPlan {
     Http,
     /// Read the ClientHello; the listener its SNI picks decides.
     Tls(TlsSocket),
+    /// A plain TCP listener: every connection goes to its route's backend.
+    Tcp(Arc<L4Table>),
 }
 
 impl SocketPlan {
-    pub fn of(socket: &Socket) -> SocketPlan {
+    pub fn of(socket: &Socket, clusters: &ClusterSet, registry: &L4Registry) -> SocketPlan {
         if socket.reads_client_hello() {
-            SocketPlan::Tls(TlsSocket::new(socket))
-        } else {
-            SocketPlan::Http
+            return SocketPlan::Tls(TlsSocket::new(socket, clusters, registry));
         }
+        // The translator never puts two TCP listeners, or TCP next to HTTP,
+        // on one socket (they conflict).
+        match socket.listeners.first().map(|l| &l.serve) {
+            Some(Serve::Tcp(routes)) => {
+                SocketPlan::Tcp(Arc::new(L4Table::compile(routes, clusters, registry)))
+            }
+            _ => SocketPlan::Http,
+        }
+    }
+}
+
+/// The L4 table of a UDP socket's listener.
+pub fn udp_table(socket: &Socket, clusters: &ClusterSet, registry: &L4Registry) -> L4Table {
+    match socket.listeners.first().map(|l| &l.serve) {
+        Some(Serve::Udp(routes)) => L4Table::compile(routes, clusters, registry),
+        _ => L4Table::default(),
     }
 }

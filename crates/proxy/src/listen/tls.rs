@@ -8,6 +8,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use coxswain_ir::{Hostname, Listener, Serve, Socket, TlsCertificate};
+
+use crate::l4::L4Table;
+use crate::l4::metrics::L4Registry;
+use crate::route::ClusterSet;
 use rustls::ServerConfig;
 use rustls::crypto::ring;
 use rustls::pki_types::pem::PemObject;
@@ -35,12 +39,17 @@ pub struct TlsListener {
 pub enum TlsAction {
     /// Terminate with this config, then serve HTTP/1.1 or HTTP/2 (ALPN).
     Http(Arc<ServerConfig>),
+    /// Terminate, then splice the decrypted stream to a TCP backend.
+    Tcp(Arc<ServerConfig>, Arc<L4Table>),
+    /// Splice the encrypted stream (ClientHello included) to a backend
+    /// chosen by SNI; the gateway holds no key.
+    Passthrough(Arc<L4Table>),
     /// No usable certificate: close the connection.
     Refuse,
 }
 
 impl TlsSocket {
-    pub fn new(socket: &Socket) -> Self {
+    pub fn new(socket: &Socket, clusters: &ClusterSet, registry: &L4Registry) -> Self {
         let listeners = socket
             .listeners
             .iter()
@@ -48,7 +57,7 @@ impl TlsSocket {
             .map(|(index, l)| TlsListener {
                 hostname: l.hostname.clone(),
                 index,
-                action: action(l),
+                action: action(l, clusters, registry),
             })
             .collect();
         TlsSocket { listeners }
@@ -64,16 +73,23 @@ impl TlsSocket {
     }
 }
 
-fn action(listener: &Listener) -> TlsAction {
-    let Some(tls) = &listener.tls else {
-        return TlsAction::Refuse;
+fn action(listener: &Listener, clusters: &ClusterSet, registry: &L4Registry) -> TlsAction {
+    let table = |routes| Arc::new(L4Table::compile(routes, clusters, registry));
+    let config = |alpn: &[&[u8]]| {
+        let tls = listener.tls.as_ref()?;
+        server_config(&listener.name, &tls.certificates, alpn)
     };
     match &listener.serve {
-        Serve::Http(_) => match server_config(&listener.name, &tls.certificates) {
+        Serve::TlsPassthrough(routes) => TlsAction::Passthrough(table(routes)),
+        Serve::Http(_) => match config(&[b"h2", b"http/1.1"]) {
             Some(config) => TlsAction::Http(config),
             None => TlsAction::Refuse,
         },
-        Serve::TlsPassthrough(_) | Serve::Tcp(_) | Serve::Udp(_) => TlsAction::Refuse,
+        Serve::Tcp(routes) => match config(&[]) {
+            Some(config) => TlsAction::Tcp(config, table(routes)),
+            None => TlsAction::Refuse,
+        },
+        Serve::Udp(_) => TlsAction::Refuse,
     }
 }
 
@@ -108,7 +124,11 @@ fn certified_key(cert: &TlsCertificate) -> Result<CertifiedKey, String> {
 
 /// A server config presenting the listener's first usable certificate, or
 /// `None` when none is usable (the listener then refuses connections).
-fn server_config(listener: &str, certificates: &[TlsCertificate]) -> Option<Arc<ServerConfig>> {
+fn server_config(
+    listener: &str,
+    certificates: &[TlsCertificate],
+    alpn: &[&[u8]],
+) -> Option<Arc<ServerConfig>> {
     let key = certificates.iter().find_map(|c| match certified_key(c) {
         Ok(key) => Some(key),
         Err(e) => {
@@ -127,6 +147,6 @@ fn server_config(listener: &str, certificates: &[TlsCertificate]) -> Option<Arc<
             return None;
         }
     };
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Some(Arc::new(config))
 }

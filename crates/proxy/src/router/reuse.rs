@@ -85,6 +85,13 @@ impl RouteCache {
     }
 }
 
+impl RouteCache {
+    /// The clusters of the config compiled last.
+    pub fn clusters(&self) -> Arc<ClusterSet> {
+        self.cluster_set.clone().unwrap_or_default()
+    }
+}
+
 impl Reuse<'_> {
     /// The compiled form of `route`: the previous one if it is the same
     /// object, else freshly compiled.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::conditions::Reason;
-use crate::gateway::listeners::ListenerModel;
+use crate::gateway::listeners::{ListenerModel, Protocol};
 
 /// Protocols that can share a port when hostnames differ.
 fn protocol_family(protocol: &str) -> &str {
@@ -30,12 +30,12 @@ pub fn mark_conflicts(listeners: &mut [ListenerModel]) {
         let tcp: Vec<usize> = indices
             .iter()
             .copied()
-            .filter(|i| listeners.get(*i).is_some_and(|l| l.protocol != "UDP"))
+            .filter(|i| listeners.get(*i).is_some_and(|l| l.protocol_name != "UDP"))
             .collect();
         let families: Vec<&str> = tcp
             .iter()
             .filter_map(|i| listeners.get(*i))
-            .map(|l| protocol_family(&l.protocol))
+            .map(|l| protocol_family(&l.protocol_name))
             .collect();
         let mixed = families.windows(2).any(|w| w.first() != w.get(1));
         if mixed {
@@ -52,8 +52,8 @@ pub fn mark_conflicts(listeners: &mut [ListenerModel]) {
             for (a_pos, a) in group.iter().enumerate() {
                 let clash = group.iter().enumerate().any(|(b_pos, b)| {
                     a_pos != b_pos
-                        && listeners.get(*a).map(|l| &l.hostname)
-                            == listeners.get(*b).map(|l| &l.hostname)
+                        && listeners.get(*a).map(dispatch_hostname)
+                            == listeners.get(*b).map(dispatch_hostname)
                 });
                 if clash {
                     conflicts.push((
@@ -75,10 +75,19 @@ pub fn mark_conflicts(listeners: &mut [ListenerModel]) {
     }
 }
 
+/// The hostname that tells a listener's connections apart from another's
+/// on the same port. TCP and UDP carry none, so two of them always clash.
+fn dispatch_hostname(l: &ListenerModel) -> Option<&coxswain_ir::Hostname> {
+    match l.protocol {
+        Some(Protocol::Tcp | Protocol::Udp) => None,
+        _ => l.hostname.as_ref(),
+    }
+}
+
 fn udp_indices(listeners: &[ListenerModel], indices: &[usize]) -> Vec<usize> {
     indices
         .iter()
         .copied()
-        .filter(|i| listeners.get(*i).is_some_and(|l| l.protocol == "UDP"))
+        .filter(|i| listeners.get(*i).is_some_and(|l| l.protocol_name == "UDP"))
         .collect()
 }

@@ -1,8 +1,10 @@
 //! One Gateway listener: protocol, port, hostname, allowedRoutes.
 
-use coxswain_api::gw::gateways::{GatewayListeners, GatewayListenersAllowedRoutesNamespacesFrom};
+use coxswain_api::gw::gateways::{
+    GatewayListeners, GatewayListenersAllowedRoutesNamespacesFrom, GatewayListenersTlsMode,
+};
 use coxswain_api::{GATEWAY_GROUP, Snapshot};
-use coxswain_ir::Hostname;
+use coxswain_ir::{Hostname, RouteKind};
 
 use crate::conditions::Reason;
 use crate::gateway::tls::{self, TlsOutcome};
@@ -16,11 +18,53 @@ pub enum AllowedNamespaces {
     Selector(LabelSelector),
 }
 
-/// A route kind a listener accepts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RouteKind {
-    pub group: String,
-    pub kind: String,
+/// A listener protocol Coxswain serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Http,
+    Https,
+    /// `TLS` with its `tls.mode` (Terminate when unset).
+    Tls(TlsMode),
+    Tcp,
+    Udp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsMode {
+    Terminate,
+    Passthrough,
+}
+
+impl Protocol {
+    fn of(spec: &GatewayListeners) -> Option<Protocol> {
+        let mode = match spec.tls.as_ref().and_then(|t| t.mode.as_ref()) {
+            Some(GatewayListenersTlsMode::Passthrough) => TlsMode::Passthrough,
+            _ => TlsMode::Terminate,
+        };
+        Some(match spec.protocol.as_str() {
+            "HTTP" => Protocol::Http,
+            "HTTPS" => Protocol::Https,
+            "TLS" => Protocol::Tls(mode),
+            "TCP" => Protocol::Tcp,
+            "UDP" => Protocol::Udp,
+            _ => return None,
+        })
+    }
+
+    /// The route kind this protocol serves.
+    pub fn route_kind(self) -> RouteKind {
+        match self {
+            Protocol::Http | Protocol::Https => RouteKind::Http,
+            Protocol::Tls(_) => RouteKind::Tls,
+            Protocol::Tcp => RouteKind::Tcp,
+            Protocol::Udp => RouteKind::Udp,
+        }
+    }
+
+    /// Does TLS end at the gateway (certificateRefs needed)?
+    pub fn terminates_tls(self) -> bool {
+        matches!(self, Protocol::Https | Protocol::Tls(TlsMode::Terminate))
+    }
 }
 
 /// A listener after validation. `accepted` holds the reason it was rejected.
@@ -28,9 +72,13 @@ pub struct RouteKind {
 pub struct ListenerModel {
     pub name: String,
     pub port: u16,
-    pub protocol: String,
+    /// `spec.protocol` as written (for messages and conflict checks).
+    pub protocol_name: String,
+    /// `None` for a protocol Coxswain does not serve.
+    pub protocol: Option<Protocol>,
     pub hostname: Option<Hostname>,
     pub accepted: Result<(), (Reason, String)>,
+    /// Empty, or the protocol's one route kind.
     pub supported_kinds: Vec<RouteKind>,
     /// Message for ResolvedRefs=False/InvalidRouteKinds.
     pub invalid_kinds: Option<String>,
@@ -39,30 +87,29 @@ pub struct ListenerModel {
     pub conflict: Option<(Reason, String)>,
     /// Number of routes attached; filled in while attaching routes.
     pub attached_routes: i32,
-    /// HTTPS only: the resolved certificates, or why they are unusable
-    /// (ResolvedRefs=False; the listener still takes routes but is not served).
+    /// When TLS ends here: the resolved certificates, or why they are
+    /// unusable (ResolvedRefs=False; the listener still takes routes but is
+    /// not served).
     pub tls: Option<TlsOutcome>,
 }
 
 impl ListenerModel {
-    /// Can HTTPRoutes attach and will the listener be served?
-    pub fn is_routable(&self) -> bool {
-        self.accepted.is_ok() && self.conflict.is_none() && self.accepts_http_routes()
+    /// Can routes of `kind` attach?
+    pub fn is_routable(&self, kind: RouteKind) -> bool {
+        self.accepted.is_ok() && self.conflict.is_none() && self.supported_kinds.contains(&kind)
     }
 
-    /// Routable and, for HTTPS, with usable certificates.
+    /// Accepted, not conflicted, serving some kind, and with usable
+    /// certificates where TLS ends here.
     pub fn is_served(&self) -> bool {
-        self.is_routable() && !matches!(self.tls, Some(Err(_)))
+        self.accepted.is_ok()
+            && self.conflict.is_none()
+            && !self.supported_kinds.is_empty()
+            && !matches!(self.tls, Some(Err(_)))
     }
 
     pub fn is_https(&self) -> bool {
-        self.protocol == "HTTPS"
-    }
-
-    pub fn accepts_http_routes(&self) -> bool {
-        self.supported_kinds
-            .iter()
-            .any(|k| k.kind == "HTTPRoute" && k.group == GATEWAY_GROUP)
+        self.protocol == Some(Protocol::Https)
     }
 
     /// May a route in `route_ns` attach, given the Gateway lives in `gateway_ns`?
@@ -88,8 +135,7 @@ pub fn build_listener(
     gateway_ns: &str,
     spec: &GatewayListeners,
 ) -> ListenerModel {
-    let is_https = spec.protocol == "HTTPS";
-    let is_http = spec.protocol == "HTTP" || is_https;
+    let protocol = Protocol::of(spec);
     let port = u16::try_from(spec.port).ok().filter(|p| *p != 0);
     let hostname = spec
         .hostname
@@ -97,21 +143,23 @@ pub fn build_listener(
         .filter(|h| !h.is_empty())
         .map(Hostname::parse);
     let namespaces = allowed_namespaces(spec);
-    let (supported_kinds, invalid_kinds) = if is_http {
-        route_kinds(spec)
-    } else {
-        (Vec::new(), None)
+    let (supported_kinds, invalid_kinds) = match protocol {
+        Some(p) => route_kinds(spec, p.route_kind()),
+        None => (Vec::new(), None),
     };
 
-    let accepted = if !is_http {
+    let accepted = if protocol.is_none() {
         Err((
             Reason::UnsupportedProtocol,
             format!(
-                "protocol {:?} is not supported; only HTTP and HTTPS are",
+                "protocol {:?} is not supported; HTTP, HTTPS, TLS, TCP and UDP are",
                 spec.protocol
             ),
         ))
-    } else if let Some(e) = is_https.then(|| tls::mode_error(spec)).flatten() {
+    } else if let Some(e) = (protocol == Some(Protocol::Https))
+        .then(|| tls::mode_error(spec))
+        .flatten()
+    {
         Err(e)
     } else if port.is_none() {
         Err((
@@ -125,11 +173,11 @@ pub fn build_listener(
     } else {
         Ok(())
     };
-
     ListenerModel {
         name: spec.name.clone(),
         port: port.unwrap_or(0),
-        protocol: spec.protocol.clone(),
+        protocol_name: spec.protocol.clone(),
+        protocol,
         hostname: hostname.and_then(Result::ok),
         accepted,
         supported_kinds,
@@ -137,7 +185,9 @@ pub fn build_listener(
         namespaces: namespaces.unwrap_or(AllowedNamespaces::Same),
         conflict: None,
         attached_routes: 0,
-        tls: is_https.then(|| tls::resolve(snapshot, gateway_ns, spec)),
+        tls: protocol
+            .filter(|p| p.terminates_tls())
+            .map(|_| tls::resolve(snapshot, gateway_ns, spec)),
     }
 }
 
@@ -172,23 +222,20 @@ fn allowed_namespaces(spec: &GatewayListeners) -> Result<AllowedNamespaces, Stri
     }
 }
 
-/// Splits allowedRoutes.kinds into the kinds we serve and a message naming the rest.
-fn route_kinds(spec: &GatewayListeners) -> (Vec<RouteKind>, Option<String>) {
-    let http_route = || RouteKind {
-        group: GATEWAY_GROUP.to_string(),
-        kind: "HTTPRoute".to_string(),
-    };
+/// Splits allowedRoutes.kinds into the kind the protocol serves and a
+/// message naming the rest. Unset kinds mean the protocol's kind.
+fn route_kinds(spec: &GatewayListeners, served: RouteKind) -> (Vec<RouteKind>, Option<String>) {
     let requested = spec.allowed_routes.as_ref().and_then(|a| a.kinds.as_ref());
     let Some(requested) = requested.filter(|k| !k.is_empty()) else {
-        return (vec![http_route()], None);
+        return (vec![served], None);
     };
     let mut valid = Vec::new();
     let mut invalid = Vec::new();
     for k in requested {
         let group = k.group.as_deref().unwrap_or(GATEWAY_GROUP);
-        if group == GATEWAY_GROUP && k.kind == "HTTPRoute" {
-            if !valid.contains(&http_route()) {
-                valid.push(http_route());
+        if group == GATEWAY_GROUP && k.kind == served.as_str() {
+            if !valid.contains(&served) {
+                valid.push(served);
             }
         } else {
             invalid.push(format!("{group}/{}", k.kind));

@@ -6,7 +6,7 @@ mod frontend_tls;
 mod listeners;
 mod tls;
 
-pub use listeners::ListenerModel;
+pub use listeners::{ListenerModel, Protocol, TlsMode};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -15,7 +15,8 @@ use coxswain_api::gw::gateways::{
     GatewayStatus, GatewayStatusAddresses, GatewayStatusListeners,
     GatewayStatusListenersSupportedKinds,
 };
-use coxswain_api::{Gateway, ObjectKey, Snapshot};
+use coxswain_api::{GATEWAY_GROUP, Gateway, ObjectKey, Snapshot};
+use coxswain_ir::RouteKind;
 
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
 use crate::{AssignedAddresses, Options};
@@ -34,17 +35,18 @@ pub struct GatewayModel {
 }
 
 impl GatewayModel {
-    /// Is this listener served (and may routes attach to it)?
-    pub fn listener_routable(&self, listener: &ListenerModel) -> bool {
-        self.addresses.is_ok()
-            && self.unusable.is_none()
-            && self.invalid_parameters.is_none()
-            && listener.is_routable()
+    /// May routes of `kind` attach to this listener?
+    pub fn listener_routable(&self, listener: &ListenerModel, kind: RouteKind) -> bool {
+        self.usable() && listener.is_routable(kind)
     }
 
-    /// Is this listener in the data plane (routable, certificates resolved)?
+    /// Is this listener in the data plane (accepted, certificates resolved)?
     pub fn listener_served(&self, listener: &ListenerModel) -> bool {
-        self.listener_routable(listener) && listener.is_served()
+        self.usable() && listener.is_served()
+    }
+
+    fn usable(&self) -> bool {
+        self.addresses.is_ok() && self.unusable.is_none() && self.invalid_parameters.is_none()
     }
 }
 
@@ -250,12 +252,14 @@ fn listener_status(
             "listener is not served",
         )
     };
+    // A listener that is not accepted supports no kind.
     let supported_kinds = l
         .supported_kinds
         .iter()
+        .filter(|_| l.accepted.is_ok())
         .map(|k| GatewayStatusListenersSupportedKinds {
-            group: Some(k.group.clone()),
-            kind: k.kind.clone(),
+            group: Some(GATEWAY_GROUP.to_string()),
+            kind: k.as_str().to_string(),
         })
         .collect();
     GatewayStatusListeners {

@@ -1,30 +1,37 @@
-//! Attaching routes to Gateway listeners: parentRefs, allowedRoutes,
-//! hostnames; and each parent's status entry.
+//! Attaching routes of every kind to Gateway listeners: parentRefs
+//! (sectionName, port), the listener's allowed kinds and namespaces,
+//! hostname intersection; and each parent's status entry.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use coxswain_api::gw::httproutes::{
-    HttpRouteParentRefs, HttpRouteStatus, HttpRouteStatusParents, HttpRouteStatusParentsParentRef,
-};
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use coxswain_api::{GATEWAY_GROUP, HttpRoute, ObjectKey, Snapshot};
-use coxswain_ir::Route;
+use coxswain_api::{GATEWAY_GROUP, Object, ObjectKey, Snapshot};
+use coxswain_ir::{Hostname, L4Route, Route};
 
 use crate::Options;
-use crate::conditions::{Cond, ConditionType, Reason, Stamp};
+use crate::conditions::{Cond, ConditionType, Reason};
 use crate::gateway::GatewayModel;
 use crate::route::backends::Lookup;
 use crate::route::hostnames::effective_hostnames;
-use crate::route::{ClusterSpec, CompiledRoute, compile_route};
+use crate::route::object::{AnyRoute, ParentRef, RouteKey, all_routes};
+use crate::route::status::{RouteStatus, parent_status};
+use crate::route::{ClusterSpec, CompiledRoute, IrRules, compile_route};
 
-/// An IR route on one listener, with its spec ordering key.
+/// One IR rule of any family.
+#[derive(Clone, Debug)]
+pub enum IrRoute {
+    Http(Arc<Route>),
+    L4(Arc<L4Route>),
+}
+
+/// An IR rule on one listener, with its spec ordering key.
 #[derive(Clone, Debug)]
 pub struct AttachedRoute {
     /// (route rank, rule index): the rank orders routes oldest first, then
     /// by namespace/name.
     pub order: (usize, u32),
-    pub route: Arc<Route>,
+    pub route: IrRoute,
 }
 
 /// Per Gateway, per listener index: the routes attached there.
@@ -34,20 +41,20 @@ pub type ListenerRoutes = BTreeMap<ObjectKey, BTreeMap<usize, Vec<AttachedRoute>
 #[derive(Debug, Default)]
 pub struct Attachments {
     pub routes: ListenerRoutes,
-    pub statuses: BTreeMap<ObjectKey, Arc<HttpRouteStatus>>,
+    pub statuses: BTreeMap<RouteKey, Arc<RouteStatus>>,
     /// Every Service port referenced by an attached route, by cluster name.
     pub clusters: BTreeMap<String, ClusterSpec>,
 }
 
-/// One HTTPRoute's translation. It depends on the route itself and on the
+/// One route's translation. It depends on the route itself and on the
 /// rest of the world (Gateways, Services, grants, namespaces, options), but
 /// never on other routes, so it can be kept while neither changes.
 #[derive(Debug, Default)]
 pub struct RouteOutcome {
     /// Listeners the route attached to, with its IR rules on each.
-    pub listeners: Vec<(ObjectKey, usize, Vec<Arc<Route>>)>,
+    pub listeners: Vec<(ObjectKey, usize, IrRules)>,
     /// `None` when no parentRef names a Gateway of ours.
-    pub status: Option<Arc<HttpRouteStatus>>,
+    pub status: Option<Arc<RouteStatus>>,
     /// Service ports referenced by the route's rules, when it attached.
     pub clusters: Vec<ClusterSpec>,
 }
@@ -55,13 +62,12 @@ pub struct RouteOutcome {
 /// Per-route outcomes kept between runs, with the route object each was
 /// computed from (compared by identity). Sorted like the snapshot's routes,
 /// so refreshing it is one merge walk.
-pub type RouteMemo = BTreeMap<ObjectKey, (Arc<HttpRoute>, RouteOutcome)>;
+pub type RouteMemo = BTreeMap<RouteKey, (Object, RouteOutcome)>;
 
-/// Attaches every HTTPRoute; updates listeners' attachedRoutes and returns
-/// IR routes per listener plus each route's status. Routes whose object is
-/// the one in `memo` reuse its outcome (the caller empties `memo` when
-/// anything else changed); the memo ends up holding exactly the current
-/// routes.
+/// Attaches every route; updates listeners' attachedRoutes and returns IR
+/// rules per listener plus each route's status. Routes whose object is the
+/// one in `memo` reuse its outcome (the caller empties `memo` when anything
+/// else changed); the memo ends up holding exactly the current routes.
 pub fn attach_routes(
     snapshot: &Snapshot,
     gateways: &mut BTreeMap<ObjectKey, GatewayModel>,
@@ -69,15 +75,19 @@ pub fn attach_routes(
     memo: &mut RouteMemo,
 ) -> Attachments {
     let lookup = Lookup::new(snapshot);
+    let current = all_routes(snapshot);
     let mut previous = std::mem::take(memo).into_iter().peekable();
-    let mut refreshed = Vec::with_capacity(snapshot.http_routes.len());
-    for (key, route) in &snapshot.http_routes {
+    let mut refreshed = Vec::with_capacity(current.len());
+    for (key, object) in current {
         // Both are sorted by key: skip memo entries of deleted routes.
-        while previous.next_if(|(k, _)| k < key).is_some() {}
-        let kept = previous.next_if(|(k, (seen, _))| k == key && Arc::ptr_eq(seen, route));
+        while previous.next_if(|(k, _)| *k < key).is_some() {}
+        let kept = previous.next_if(|(k, (seen, _))| *k == key && seen.same_arc(&object));
         refreshed.push(kept.unwrap_or_else(|| {
-            let outcome = route_outcome(snapshot, gateways, options, &lookup, key, route);
-            (key.clone(), (route.clone(), outcome))
+            let outcome = match AnyRoute::of(&object) {
+                Some(route) => route_outcome(snapshot, gateways, options, &lookup, &key.1, route),
+                None => RouteOutcome::default(),
+            };
+            (key, (object, outcome))
         }));
     }
     drop(previous);
@@ -86,7 +96,9 @@ pub fn attach_routes(
     let mut out = Attachments::default();
     let mut ranked: Vec<(Option<&Time>, &ObjectKey, &RouteOutcome)> = memo
         .iter()
-        .map(|(key, (route, outcome))| (route.metadata.creation_timestamp.as_ref(), key, outcome))
+        .map(|((_, key), (object, outcome))| {
+            (object.meta().creation_timestamp.as_ref(), key, outcome)
+        })
         .collect();
     // The spec's tie-break order: oldest first, then namespace/name.
     ranked.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
@@ -120,10 +132,16 @@ fn merge(
             None => out.routes.entry(gw_key.clone()).or_default(),
         };
         let list = per_gateway.entry(*idx).or_default();
-        list.extend(rules.iter().map(|route| AttachedRoute {
-            order: (rank, route.id.rule_index),
-            route: route.clone(),
-        }));
+        match rules {
+            IrRules::Http(routes) => list.extend(routes.iter().map(|r| AttachedRoute {
+                order: (rank, r.id.rule_index),
+                route: IrRoute::Http(r.clone()),
+            })),
+            IrRules::L4(routes) => list.extend(routes.iter().map(|r| AttachedRoute {
+                order: (rank, r.id.rule_index),
+                route: IrRoute::L4(r.clone()),
+            })),
+        }
     }
     for spec in &outcome.clusters {
         if !out.clusters.contains_key(&spec.name) {
@@ -139,41 +157,33 @@ fn route_outcome(
     options: &Options,
     lookup: &Lookup<'_>,
     key: &ObjectKey,
-    route: &HttpRoute,
+    route: AnyRoute<'_>,
 ) -> RouteOutcome {
     let compiled = compile_route(lookup, key, route);
     let mut parents = Vec::new();
     // Listeners this route attached to, with effective hostnames.
-    let mut targets: Vec<(ObjectKey, usize, Vec<coxswain_ir::Hostname>)> = Vec::new();
-    for parent in route.spec.parent_refs.iter().flatten() {
-        let Some(outcome) = attach_parent(snapshot, gateways, &compiled, parent, &mut targets)
+    let mut targets: Vec<(ObjectKey, usize, Vec<Hostname>)> = Vec::new();
+    for parent in route.parent_refs() {
+        let Some(outcome) = attach_parent(snapshot, gateways, &compiled, &parent, &mut targets)
         else {
             continue;
         };
-        parents.push(parent_status(&compiled, parent, outcome, options));
+        parents.push(parent_status(&compiled, &parent, outcome, options));
     }
     let mut out = RouteOutcome {
-        status: (!parents.is_empty()).then(|| Arc::new(HttpRouteStatus { parents })),
+        status: (!parents.is_empty()).then(|| Arc::new(RouteStatus { parents })),
         ..RouteOutcome::default()
     };
     if !targets.is_empty() {
-        let specs = compiled.rules.iter().flat_map(|r| &r.backends);
-        for spec in specs.filter_map(|b| b.target.as_ref().ok()) {
+        for spec in compiled.backends().filter_map(|b| b.target.as_ref().ok()) {
             if !out.clusters.iter().any(|c| c.name == spec.name) {
                 out.clusters.push(spec.clone());
             }
         }
     }
-    // The last listener takes the compiled rules; the others get copies.
-    let last = targets.pop();
     for (gw_key, idx, hostnames) in targets {
-        let routes = compiled.ir_routes(&hostnames).map(Arc::new).collect();
-        out.listeners.push((gw_key, idx, routes));
-    }
-    if let Some((gw_key, idx, hostnames)) = last {
-        let routes = compiled.into_ir_routes(&hostnames);
-        out.listeners
-            .push((gw_key, idx, routes.into_iter().map(Arc::new).collect()));
+        let rules = compiled.ir_rules(&hostnames);
+        out.listeners.push((gw_key, idx, rules));
     }
     out
 }
@@ -183,12 +193,10 @@ fn attach_parent(
     snapshot: &Snapshot,
     gateways: &BTreeMap<ObjectKey, GatewayModel>,
     route: &CompiledRoute,
-    parent: &HttpRouteParentRefs,
-    targets: &mut Vec<(ObjectKey, usize, Vec<coxswain_ir::Hostname>)>,
+    parent: &ParentRef,
+    targets: &mut Vec<(ObjectKey, usize, Vec<Hostname>)>,
 ) -> Option<Cond> {
-    let group = parent.group.as_deref().unwrap_or(GATEWAY_GROUP);
-    let kind = parent.kind.as_deref().unwrap_or("Gateway");
-    if group != GATEWAY_GROUP || kind != "Gateway" {
+    if parent.group() != GATEWAY_GROUP || parent.kind() != "Gateway" {
         return None;
     }
     let namespace = parent.namespace.as_deref().unwrap_or(&route.key.namespace);
@@ -205,8 +213,11 @@ fn attach_parent(
 
     let mut candidates = 0;
     let mut wrong_hostname = false;
-    let mut found: Vec<(usize, Vec<coxswain_ir::Hostname>)> = Vec::new();
-    let route_hosts = route.hostnames.as_deref().unwrap_or_default();
+    let mut found: Vec<(usize, Vec<Hostname>)> = Vec::new();
+    let route_hosts = match &route.hostnames {
+        Ok(hosts) => hosts.as_deref(),
+        Err(_) => Some(&[][..]),
+    };
     for (idx, l) in gateway.listeners.iter().enumerate() {
         let section_ok = parent.section_name.as_deref().is_none_or(|s| s == l.name);
         let port_ok = parent.port.is_none_or(|p| p == i32::from(l.port));
@@ -214,11 +225,16 @@ fn attach_parent(
             continue;
         }
         candidates += 1;
-        if !gateway.listener_routable(l)
+        if !gateway.listener_routable(l, route.kind)
             || !l.allows_namespace(snapshot, &gw_key.namespace, &route.key.namespace)
         {
             continue;
         }
+        // Kinds without hostnames attach whatever the listener's hostname.
+        let Some(route_hosts) = route_hosts else {
+            found.push((idx, Vec::new()));
+            continue;
+        };
         match effective_hostnames(l.hostname.as_ref(), route_hosts) {
             Some(h) => found.push((idx, h)),
             None => wrong_hostname = true,
@@ -265,53 +281,4 @@ fn attach_parent(
 
 fn rejected(reason: Reason, message: impl Into<String>) -> Cond {
     Cond::new(ConditionType::Accepted, false, reason, message)
-}
-
-fn parent_status(
-    route: &CompiledRoute,
-    parent: &HttpRouteParentRefs,
-    accepted: Cond,
-    options: &Options,
-) -> HttpRouteStatusParents {
-    let stamp = Stamp {
-        generation: route.generation,
-        now: &options.now,
-    };
-    let resolved = match &route.unresolved {
-        None => Cond::new(
-            ConditionType::ResolvedRefs,
-            true,
-            Reason::ResolvedRefs,
-            "all references resolved",
-        ),
-        Some((reason, message)) => {
-            Cond::new(ConditionType::ResolvedRefs, false, *reason, message.clone())
-        }
-    };
-    let mut conds = vec![accepted, resolved];
-    if route.unusable().is_none() && !route.rule_errors.is_empty() {
-        conds.push(Cond::new(
-            ConditionType::PartiallyInvalid,
-            true,
-            route.rule_errors_reason(),
-            format!("dropped invalid rules: {}", route.rule_errors_message()),
-        ));
-    }
-    HttpRouteStatusParents {
-        conditions: stamp.all(conds),
-        controller_name: options.controller_name.clone(),
-        parent_ref: HttpRouteStatusParentsParentRef {
-            group: Some(
-                parent
-                    .group
-                    .clone()
-                    .unwrap_or_else(|| GATEWAY_GROUP.to_string()),
-            ),
-            kind: Some(parent.kind.clone().unwrap_or_else(|| "Gateway".to_string())),
-            name: parent.name.clone(),
-            namespace: parent.namespace.clone(),
-            port: parent.port,
-            section_name: parent.section_name.clone(),
-        },
-    }
 }

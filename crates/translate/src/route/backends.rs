@@ -1,14 +1,14 @@
 //! backendRefs -> clusters: kind, ReferenceGrant, Service and port, protocol.
 
-use coxswain_api::gw::httproutes::HttpRouteRulesBackendRefs;
 use coxswain_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 
 use coxswain_api::{GATEWAY_GROUP, Service, Snapshot};
-use coxswain_ir::UpstreamProtocol;
+use coxswain_ir::{RouteKind, UpstreamProtocol};
 
 use crate::conditions::Reason;
 use crate::reference_grant::{self, From, To};
+use crate::route::object::BackendRef;
 
 /// A resolved Service port: everything needed to build its cluster later.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,34 +48,35 @@ impl<'a> Lookup<'a> {
 /// Why a backendRef did not resolve.
 pub type Unresolved = (Reason, String);
 
-pub fn weight(b: &HttpRouteRulesBackendRefs) -> u32 {
-    b.weight.map_or(1, |w| u32::try_from(w).unwrap_or(0))
-}
-
+/// Resolves a backendRef of a `route_kind` route in `route_ns` to a
+/// Service port. The ReferenceGrant is checked before the Service's
+/// existence: a reference that is not permitted says so, whether or not
+/// its target exists.
 pub fn resolve(
     lookup: &Lookup<'_>,
+    route_kind: RouteKind,
     route_ns: &str,
-    b: &HttpRouteRulesBackendRefs,
+    b: &BackendRef<'_>,
 ) -> Result<ClusterSpec, Unresolved> {
-    let group = b.group.as_deref().unwrap_or("");
-    let kind = b.kind.as_deref().unwrap_or("Service");
+    let group = b.group.unwrap_or("");
+    let kind = b.kind.unwrap_or("Service");
     if !group.is_empty() || kind != "Service" {
         return Err((
             Reason::InvalidKind,
             format!("backendRef kind {group}/{kind} is not supported; only core Service is"),
         ));
     }
-    let namespace = b.namespace.as_deref().unwrap_or(route_ns);
+    let namespace = b.namespace.unwrap_or(route_ns);
     let from = From {
         group: GATEWAY_GROUP,
-        kind: "HTTPRoute",
+        kind: route_kind.as_str(),
         namespace: route_ns,
     };
     let to = To {
         group: "",
         kind: "Service",
         namespace,
-        name: &b.name,
+        name: b.name,
     };
     if !reference_grant::is_permitted(&lookup.snapshot.reference_grants, from, to) {
         return Err((
@@ -86,7 +87,7 @@ pub fn resolve(
             ),
         ));
     }
-    let Some(service) = lookup.service(namespace, &b.name) else {
+    let Some(service) = lookup.service(namespace, b.name) else {
         return Err((
             Reason::BackendNotFound,
             format!("Service {namespace}/{} not found", b.name),
@@ -112,6 +113,9 @@ pub fn resolve(
     let protocol = match service_port.app_protocol.as_deref() {
         None | Some("http") | Some("kubernetes.io/http") => UpstreamProtocol::Http1,
         Some("kubernetes.io/h2c") => UpstreamProtocol::H2c,
+        // A byte stream or datagrams: the application protocol is the
+        // backend's business.
+        Some(_) if route_kind != RouteKind::Http => UpstreamProtocol::Http1,
         Some(other) => {
             return Err((
                 Reason::UnsupportedProtocol,
@@ -130,7 +134,7 @@ pub fn resolve(
     Ok(ClusterSpec {
         name: format!("{namespace}/{}:{port}", b.name),
         namespace: namespace.to_string(),
-        service: b.name.clone(),
+        service: b.name.to_string(),
         port_name: service_port.name.clone().filter(|n| !n.is_empty()),
         target_port,
         protocol,

@@ -1,43 +1,92 @@
-//! HTTPRoutes: validated once per route, then attached to each parent.
+//! Routes of every kind: compiled once per route (rules, hostnames,
+//! backends), then attached to each parent by one kind-agnostic
+//! implementation ([`attach_routes`]).
 
 mod attach;
 mod backends;
-mod filters;
 mod hostnames;
-mod matches;
-mod rules;
+mod http;
+mod l4;
+mod object;
+mod status;
 
-pub use attach::{ListenerRoutes, RouteMemo, attach_routes};
+pub use attach::{IrRoute, ListenerRoutes, RouteMemo, attach_routes};
 pub use backends::ClusterSpec;
+pub use object::RouteKey;
+pub use status::RouteStatus;
 
-use coxswain_api::gw::httproutes::HttpRouteRules;
-use coxswain_api::{HttpRoute, ObjectKey};
-use coxswain_ir::{BackendTarget, Hostname, Route, RouteId, RouteKind, WeightedBackend};
+use std::sync::Arc;
+
+use coxswain_api::ObjectKey;
+use coxswain_ir::{
+    BackendTarget, Filter, Hostname, L4Route, Route, RouteId, RouteKind, WeightedBackend,
+};
 
 use crate::conditions::Reason;
 use crate::route::backends::{Lookup, Unresolved};
-use crate::route::rules::{CompiledBackend, CompiledRule, RuleError};
+use crate::route::http::CompiledRule;
+use crate::route::l4::L4Rule;
+use crate::route::object::AnyRoute;
 
-/// An HTTPRoute after validation, independent of its parents.
+/// Why a rule was dropped: the reason for the route's Accepted or
+/// PartiallyInvalid condition, and a short message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleError {
+    pub reason: Reason,
+    pub message: String,
+}
+
+/// A backendRef after resolution.
+#[derive(Clone, Debug)]
+pub struct CompiledBackend {
+    pub weight: u32,
+    pub target: Result<ClusterSpec, Unresolved>,
+    pub filters: Vec<Filter>,
+}
+
+/// The valid rules of a route, by the family of listener that serves them.
+#[derive(Clone, Debug)]
+pub enum Rules {
+    Http(Vec<CompiledRule>),
+    L4(Vec<L4Rule>),
+}
+
+/// A route after validation, independent of its parents.
 #[derive(Clone, Debug)]
 pub struct CompiledRoute {
+    pub kind: RouteKind,
     pub key: ObjectKey,
     pub generation: Option<i64>,
-    pub hostnames: Result<Vec<Hostname>, String>,
+    /// `Ok(None)` for kinds without hostnames (TCP, UDP).
+    pub hostnames: Result<Option<Vec<Hostname>>, String>,
     /// Valid rules only.
-    pub rules: Vec<CompiledRule>,
+    pub rules: Rules,
     /// One message per dropped rule.
     pub rule_errors: Vec<RuleError>,
     /// The first backendRef that did not resolve.
     pub unresolved: Option<Unresolved>,
 }
 
+/// IR rules of one route on one listener.
+#[derive(Clone, Debug)]
+pub enum IrRules {
+    Http(Vec<Arc<Route>>),
+    L4(Vec<Arc<L4Route>>),
+}
+
 impl CompiledRoute {
+    fn has_rules(&self) -> bool {
+        match &self.rules {
+            Rules::Http(r) => !r.is_empty(),
+            Rules::L4(r) => !r.is_empty(),
+        }
+    }
+
     /// Whole-route rejection, if any: invalid hostnames, or no valid rule left.
     pub fn unusable(&self) -> Option<(Reason, String)> {
         match &self.hostnames {
             Err(e) => Some((Reason::UnsupportedValue, e.clone())),
-            Ok(_) if self.rules.is_empty() && !self.rule_errors.is_empty() => {
+            Ok(_) if !self.has_rules() && !self.rule_errors.is_empty() => {
                 Some((self.rule_errors_reason(), self.rule_errors_message()))
             }
             Ok(_) => None,
@@ -60,48 +109,59 @@ impl CompiledRoute {
         messages.join("; ")
     }
 
-    /// Like [`Self::ir_routes`], moving the rules instead of copying them.
-    pub fn into_ir_routes(self, hostnames: &[Hostname]) -> Vec<Route> {
-        let CompiledRoute { key, rules, .. } = self;
-        rules
-            .into_iter()
-            .map(|rule| Route {
-                id: RouteId {
-                    kind: RouteKind::Http,
-                    namespace: key.namespace.clone(),
-                    name: key.name.clone(),
-                    rule_index: rule.index,
-                    rule_name: rule.name,
-                },
-                hostnames: hostnames.to_vec(),
-                matches: rule.matches,
-                filters: rule.filters,
-                backends: rule.backends.into_iter().map(ir_backend).collect(),
-                timeouts: rule.timeouts,
-            })
-            .collect()
+    fn id(&self, rule_index: u32, rule_name: Option<String>) -> RouteId {
+        RouteId {
+            kind: self.kind,
+            namespace: self.key.namespace.clone(),
+            name: self.key.name.clone(),
+            rule_index,
+            rule_name,
+        }
     }
 
-    /// IR routes (one per valid rule) for the given effective hostnames.
-    pub fn ir_routes<'a>(&'a self, hostnames: &'a [Hostname]) -> impl Iterator<Item = Route> + 'a {
-        self.rules.iter().map(move |rule| Route {
-            id: RouteId {
-                kind: RouteKind::Http,
-                namespace: self.key.namespace.clone(),
-                name: self.key.name.clone(),
-                rule_index: rule.index,
-                rule_name: rule.name.clone(),
-            },
-            hostnames: hostnames.to_vec(),
-            matches: rule.matches.clone(),
-            filters: rule.filters.clone(),
-            backends: rule.backends.iter().map(ir_backend_ref).collect(),
-            timeouts: rule.timeouts.clone(),
-        })
+    /// Every backend of every valid rule.
+    pub fn backends(&self) -> Box<dyn Iterator<Item = &CompiledBackend> + '_> {
+        match &self.rules {
+            Rules::Http(rules) => Box::new(rules.iter().flat_map(|r| &r.backends)),
+            Rules::L4(rules) => Box::new(rules.iter().flat_map(|r| &r.backends)),
+        }
+    }
+
+    /// IR rules (one per valid rule) for the given effective hostnames.
+    pub fn ir_rules(&self, hostnames: &[Hostname]) -> IrRules {
+        match &self.rules {
+            Rules::Http(rules) => IrRules::Http(
+                rules
+                    .iter()
+                    .map(|rule| {
+                        Arc::new(Route {
+                            id: self.id(rule.index, rule.name.clone()),
+                            hostnames: hostnames.to_vec(),
+                            matches: rule.matches.clone(),
+                            filters: rule.filters.clone(),
+                            backends: rule.backends.iter().map(ir_backend).collect(),
+                            timeouts: rule.timeouts.clone(),
+                        })
+                    })
+                    .collect(),
+            ),
+            Rules::L4(rules) => IrRules::L4(
+                rules
+                    .iter()
+                    .map(|rule| {
+                        Arc::new(L4Route {
+                            id: self.id(rule.index, rule.name.clone()),
+                            hostnames: hostnames.to_vec(),
+                            backends: rule.backends.iter().map(ir_backend).collect(),
+                        })
+                    })
+                    .collect(),
+            ),
+        }
     }
 }
 
-fn ir_backend_ref(b: &CompiledBackend) -> WeightedBackend {
+fn ir_backend(b: &CompiledBackend) -> WeightedBackend {
     WeightedBackend {
         weight: b.weight,
         target: match &b.target {
@@ -114,44 +174,27 @@ fn ir_backend_ref(b: &CompiledBackend) -> WeightedBackend {
     }
 }
 
-fn ir_backend(b: CompiledBackend) -> WeightedBackend {
-    WeightedBackend {
-        weight: b.weight,
-        target: match b.target {
-            Ok(spec) => BackendTarget::Cluster(spec.name),
-            Err((reason, message)) => BackendTarget::Invalid {
-                reason: format!("{}: {message}", reason.as_str()),
-            },
-        },
-        filters: b.filters,
-    }
-}
-
-pub fn compile_route(lookup: &Lookup<'_>, key: &ObjectKey, route: &HttpRoute) -> CompiledRoute {
-    let mut rules = Vec::new();
-    let mut rule_errors = Vec::new();
-    let mut unresolved = None;
-    // The CRD default when unset: one catch-all rule.
-    let default_rules = [HttpRouteRules::default()];
-    let route_rules = match route.spec.rules.as_deref() {
-        Some(rules) if !rules.is_empty() => rules,
-        _ => &default_rules,
+/// Validates a route of any kind.
+pub fn compile_route(lookup: &Lookup<'_>, key: &ObjectKey, route: AnyRoute<'_>) -> CompiledRoute {
+    let hostnames = match route.hostnames() {
+        None => Ok(None),
+        Some(names) => hostnames::parse_route_hostnames(Some(names)).map(Some),
     };
-    for (i, rule) in route_rules.iter().enumerate() {
-        let targets = rules::resolve_backends(lookup, &key.namespace, rule);
-        if unresolved.is_none() {
-            unresolved = targets.iter().find_map(|t| t.as_ref().err().cloned());
+    let (rules, rule_errors, unresolved) = match route {
+        AnyRoute::Http(r) => {
+            let c = http::compile(lookup, key, r);
+            (Rules::Http(c.rules), c.rule_errors, c.unresolved)
         }
-        let index = u32::try_from(i).unwrap_or(u32::MAX);
-        match rules::compile_rule(index, rule, targets) {
-            Ok(r) => rules.push(r),
-            Err(e) => rule_errors.push(e),
+        AnyRoute::Tls(_) | AnyRoute::Tcp(_) | AnyRoute::Udp(_) => {
+            let c = l4::compile(lookup, key, route);
+            (Rules::L4(c.rules), c.rule_errors, c.unresolved)
         }
-    }
+    };
     CompiledRoute {
+        kind: route.kind(),
         key: key.clone(),
-        generation: route.metadata.generation,
-        hostnames: hostnames::parse_route_hostnames(route.spec.hostnames.as_deref()),
+        generation: route.meta().generation,
+        hostnames,
         rules,
         rule_errors,
         unresolved,

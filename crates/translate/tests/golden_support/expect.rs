@@ -83,7 +83,7 @@ fn check_status(kind: &str, key: &str, tokens: &[&str], output: &Output) -> Resu
             .map_or(0, Vec::len);
         return match (&status, kind) {
             (None, _) => Ok(()),
-            (Some(_), "HTTPRoute") if parents == 0 => Ok(()),
+            (Some(_), k) if k.ends_with("Route") && parents == 0 => Ok(()),
             (Some(s), _) => Err(format!("has status {s}")),
         };
     }
@@ -119,7 +119,7 @@ fn select_scope<'a>(
                 .find(|l| l.get("name").and_then(Value::as_str) == Some(listener))
         }));
     }
-    if kind != "HTTPRoute" {
+    if !kind.ends_with("Route") {
         return Ok(Some(status));
     }
     let parents = status

@@ -29,7 +29,7 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
                     let ids: Vec<String> = s.listeners.iter().map(listener_id).collect();
                     let serves: Vec<&str> = s.listeners.iter().map(serves).collect();
                     let mut json = to_json(s);
-                    json["listeners"] = Value::String(ids.join(","));
+                    json["ids"] = Value::String(ids.join(","));
                     json["serves"] = Value::String(serves.join(","));
                     check_fields(&json, rest, text)
                 }

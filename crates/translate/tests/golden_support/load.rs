@@ -1,9 +1,7 @@
 //! Reads a scenario: multi-document Kubernetes YAML into typed objects (for
 //! the snapshot) and their original JSON form (for the rendered output).
 
-use std::sync::Arc;
-
-use coxswain_api::{Object, Snapshot};
+use coxswain_api::{ApiObject, Kind, KindVisitor, Object, Snapshot};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -50,7 +48,7 @@ fn kind_of(value: &Value) -> &str {
 }
 
 fn is_cluster_scoped(kind: &str) -> bool {
-    matches!(kind, "GatewayClass" | "Namespace")
+    Kind::from_name(kind).is_some_and(Kind::cluster_scoped)
 }
 
 /// Namespaced objects written without a namespace live in `default`.
@@ -70,29 +68,20 @@ fn default_namespace(value: &mut Value) -> bool {
 }
 
 fn typed(value: &Value) -> Result<Object, String> {
-    fn parse<T: serde::de::DeserializeOwned>(value: &Value) -> Result<Arc<T>, String> {
-        serde_json::from_value(value.clone())
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
+    struct Decode<'a>(&'a Value);
+    impl KindVisitor for Decode<'_> {
+        type Output = Result<Object, String>;
+        fn visit<T: ApiObject>(self, _: Kind, wrap: fn(T) -> Object) -> Self::Output {
+            serde_json::from_value(self.0.clone())
+                .map(wrap)
+                .map_err(|e| e.to_string())
+        }
     }
     let api_version = value
         .get("apiVersion")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let object = match (api_version, kind_of(value)) {
-        ("gateway.networking.k8s.io/v1", "GatewayClass") => Object::GatewayClass(parse(value)?),
-        ("gateway.networking.k8s.io/v1", "Gateway") => Object::Gateway(parse(value)?),
-        ("gateway.networking.k8s.io/v1", "HTTPRoute") => Object::HttpRoute(parse(value)?),
-        (
-            "gateway.networking.k8s.io/v1beta1" | "gateway.networking.k8s.io/v1",
-            "ReferenceGrant",
-        ) => Object::ReferenceGrant(parse(value)?),
-        ("v1", "Service") => Object::Service(parse(value)?),
-        ("v1", "Namespace") => Object::Namespace(parse(value)?),
-        ("v1", "Secret") => Object::Secret(parse(value)?),
-        ("v1", "ConfigMap") => Object::ConfigMap(parse(value)?),
-        ("discovery.k8s.io/v1", "EndpointSlice") => Object::EndpointSlice(parse(value)?),
-        (api_version, kind) => return Err(format!("unsupported object {api_version} {kind}")),
-    };
-    Ok(object)
+    let kind = Kind::recognise(api_version, kind_of(value))
+        .ok_or_else(|| format!("unsupported object {api_version} {}", kind_of(value)))?;
+    kind.visit(Decode(value))
 }

@@ -3,20 +3,15 @@
 use coxswain_api::gw::httproutes::{
     HttpRouteRules, HttpRouteRulesFiltersType, HttpRouteRulesTimeouts,
 };
-use coxswain_ir::{Filter, RouteMatch, Timeouts};
+use coxswain_ir::{Filter, RouteKind, RouteMatch, Timeouts};
 
+use super::filters::{compile_backend_filters, compile_rule_filters};
+use super::matches::compile_matches;
 use crate::conditions::Reason;
 use crate::duration::parse_duration_ms;
 use crate::route::backends::{self, ClusterSpec, Lookup, Unresolved};
-use crate::route::filters::{compile_backend_filters, compile_rule_filters};
-use crate::route::matches::compile_matches;
-
-#[derive(Clone, Debug)]
-pub struct CompiledBackend {
-    pub weight: u32,
-    pub target: Result<ClusterSpec, Unresolved>,
-    pub filters: Vec<Filter>,
-}
+use crate::route::object::BackendRef;
+use crate::route::{CompiledBackend, RuleError};
 
 #[derive(Clone, Debug)]
 pub struct CompiledRule {
@@ -38,16 +33,8 @@ pub fn resolve_backends(
     rule.backend_refs
         .iter()
         .flatten()
-        .map(|b| backends::resolve(lookup, route_ns, b))
+        .map(|b| backends::resolve(lookup, RouteKind::Http, route_ns, &BackendRef::from(b)))
         .collect()
-}
-
-/// Why a rule was dropped: the reason for the route's Accepted or
-/// PartiallyInvalid condition, and a short message.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RuleError {
-    pub reason: Reason,
-    pub message: String,
 }
 
 /// Validates a rule.
@@ -76,7 +63,7 @@ pub fn compile_rule(
     for (b, target) in rule.backend_refs.iter().flatten().zip(targets) {
         let filters = compile_backend_filters(b.filters.as_deref()).map_err(prefix)?;
         backends.push(CompiledBackend {
-            weight: backends::weight(b),
+            weight: BackendRef::from(b).weight(),
             target,
             filters,
         });

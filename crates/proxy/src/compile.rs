@@ -1,0 +1,53 @@
+//! A config compiled for serving, off the async workers: the HTTP router
+//! and what each socket does with a connection (or datagram).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use coxswain_ir::{Config, Transport};
+
+use crate::l4::L4Table;
+use crate::listen::{SocketPlan, udp_table};
+use crate::metrics::Metrics;
+use crate::router::{RouteCache, Router};
+
+/// A socket's identity: the same port number on TCP and UDP is two sockets.
+pub type SocketKey = (Transport, SocketAddr);
+
+/// What a socket serves.
+#[derive(Clone, Debug)]
+pub enum Plan {
+    Tcp(Arc<SocketPlan>),
+    Udp(Arc<L4Table>),
+}
+
+pub struct Compiled {
+    pub router: Arc<Router>,
+    pub plans: HashMap<SocketKey, Plan>,
+}
+
+impl Compiled {
+    /// Compiles `config`, reusing routes compiled for the previous one.
+    pub fn new(config: &Config, metrics: &Metrics, cache: &mut RouteCache) -> Compiled {
+        let router = Router::compile_reusing(config, metrics, cache);
+        let clusters = cache.clusters();
+        let plans = config
+            .sockets
+            .iter()
+            .map(|s| {
+                let plan = match s.transport {
+                    Transport::Tcp => {
+                        Plan::Tcp(Arc::new(SocketPlan::of(s, &clusters, &metrics.l4)))
+                    }
+                    Transport::Udp => Plan::Udp(Arc::new(udp_table(s, &clusters, &metrics.l4))),
+                };
+                ((s.transport, s.addr()), plan)
+            })
+            .collect();
+        Compiled {
+            router: Arc::new(router),
+            plans,
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! UDP listeners: one session per client address. A session has its own
+//! socket connected to a backend chosen (by weight) when it starts; what
+//! the backend sends back is relayed to that client from the listener's
+//! socket. Sessions idle for the session timeout are evicted, and the
+//! number of sessions is capped (the least recently used goes first), so
+//! memory stays bounded whatever the number of clients.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use tokio::net::UdpSocket;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::L4Table;
+use super::metrics::{ActiveGuard, L4RouteMetrics};
+
+/// The largest datagram relayed.
+const MAX_DATAGRAM: usize = 64 * 1024;
+
+#[derive(Clone, Copy, Debug)]
+pub struct UdpOptions {
+    /// A session with no datagram either way for this long is evicted.
+    pub session_timeout: Duration,
+    /// At most this many sessions per listener socket.
+    pub max_sessions: usize,
+}
+
+impl Default for UdpOptions {
+    fn default() -> Self {
+        UdpOptions {
+            session_timeout: Duration::from_secs(10),
+            max_sessions: 16_384,
+        }
+    }
+}
+
+/// The L4 table a UDP socket serves, swapped atomically on reload.
+pub type SharedL4 = Arc<ArcSwap<L4Table>>;
+
+struct Session {
+    upstream: Arc<UdpSocket>,
+    /// Milliseconds since the socket's start of the last datagram.
+    last: Arc<AtomicU64>,
+    metrics: Arc<L4RouteMetrics>,
+    reply: JoinHandle<()>,
+    _active: ActiveGuard,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.reply.abort();
+    }
+}
+
+fn millis_since(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Relays datagrams until `stop` fires; every session ends with it.
+pub async fn serve(
+    socket: Arc<UdpSocket>,
+    table: SharedL4,
+    options: UdpOptions,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let start = Instant::now();
+    let mut sessions: HashMap<SocketAddr, Session> = HashMap::new();
+    let sweep_every = (options.session_timeout / 2).max(Duration::from_millis(100));
+    let mut sweep = tokio::time::interval(sweep_every);
+    let timeout_ms = u64::try_from(options.session_timeout.as_millis()).unwrap_or(u64::MAX);
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = sweep.tick() => {
+                let now = millis_since(start);
+                sessions.retain(|_, s| now.saturating_sub(s.last.load(Ordering::Relaxed)) < timeout_ms);
+            }
+            received = socket.recv_from(&mut buf) => {
+                let (n, client) = match received {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "UDP receive failed");
+                        continue;
+                    }
+                };
+                let datagram = buf.get(..n).unwrap_or_default();
+                if !sessions.contains_key(&client) {
+                    if sessions.len() >= options.max_sessions {
+                        evict_least_recent(&mut sessions);
+                    }
+                    let table = table.load();
+                    match open_session(&socket, &table, client, start).await {
+                        Ok(Some(session)) => drop(sessions.insert(client, session)),
+                        Ok(None) => continue,
+                        Err(e) => {
+                            tracing::debug!(%client, error = %e, "UDP session could not start");
+                            continue;
+                        }
+                    }
+                }
+                if let Some(session) = sessions.get(&client) {
+                    session.last.store(millis_since(start), Ordering::Relaxed);
+                    if session.upstream.send(datagram).await.is_ok() {
+                        L4RouteMetrics::add(&session.metrics.bytes_in, n as u64);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn evict_least_recent(sessions: &mut HashMap<SocketAddr, Session>) {
+    let oldest = sessions
+        .iter()
+        .min_by_key(|(_, s)| s.last.load(Ordering::Relaxed))
+        .map(|(addr, s)| (*addr, s.metrics.clone()));
+    if let Some((addr, metrics)) = oldest {
+        sessions.remove(&addr);
+        L4RouteMetrics::add(&metrics.evictions, 1);
+    }
+}
+
+/// Starts a session for `client`: route, backend, a connected socket and
+/// the task relaying replies. `None` when no route or backend is usable
+/// (the datagram is dropped).
+async fn open_session(
+    listener: &Arc<UdpSocket>,
+    table: &L4Table,
+    client: SocketAddr,
+    start: Instant,
+) -> io::Result<Option<Session>> {
+    let Some(route) = table.pick(None) else {
+        return Ok(None);
+    };
+    let Some(endpoint) = route.endpoints().first().copied() else {
+        L4RouteMetrics::add(&route.metrics.refused, 1);
+        return Ok(None);
+    };
+    let local: SocketAddr = if endpoint.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let upstream = UdpSocket::bind(local).await?;
+    if let Err(e) = upstream.connect(endpoint).await {
+        L4RouteMetrics::add(&route.metrics.connect_errors, 1);
+        return Err(e);
+    }
+    let upstream = Arc::new(upstream);
+    let last = Arc::new(AtomicU64::new(millis_since(start)));
+    let reply = tokio::spawn(relay_replies(
+        upstream.clone(),
+        listener.clone(),
+        client,
+        last.clone(),
+        route.metrics.clone(),
+        start,
+    ));
+    Ok(Some(Session {
+        upstream,
+        last,
+        _active: route.metrics.open(),
+        metrics: route.metrics.clone(),
+        reply,
+    }))
+}
+
+async fn relay_replies(
+    upstream: Arc<UdpSocket>,
+    listener: Arc<UdpSocket>,
+    client: SocketAddr,
+    last: Arc<AtomicU64>,
+    metrics: Arc<L4RouteMetrics>,
+    start: Instant,
+) {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    loop {
+        let n = match upstream.recv(&mut buf).await {
+            Ok(n) => n,
+            // ICMP port unreachable surfaces here as a refused receive; the
+            // session stays until it idles out, as a client may retry.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+            Err(_) => return,
+        };
+        let datagram = buf.get(..n).unwrap_or_default();
+        if listener.send_to(datagram, client).await.is_ok() {
+            last.store(millis_since(start), Ordering::Relaxed);
+            L4RouteMetrics::add(&metrics.bytes_out, n as u64);
+        }
+    }
+}
