@@ -4,9 +4,10 @@
 #
 #   scripts/conformance.sh [--profile P] [--run-test NAME] [--core-only] [--debug] [--keep]
 #
-#   --profile P       conformance profile(s), comma-separated (default GATEWAY-HTTP)
+#   --profile P       conformance profile(s), comma-separated (default: every
+#                     profile Coxswain claims, CLAIMED_PROFILES below)
 #   --run-test NAME   run one test (its report goes to a temp dir, not conformance/reports)
-#   --core-only       only the profile's core tests (the CI-sized run)
+#   --core-only       only the profiles' core tests (a quick check)
 #   --debug           the suite's request/response debug logging
 #   --keep            leave the cluster, fakelet and controller running afterwards
 #   --down            stop what an earlier --keep left running
@@ -15,14 +16,18 @@
 # instance (scripts/cluster.sh with a separate namespace and state dir, so a
 # developer's cluster keeps running); start the fakelet and `coxswain
 # controller` inside the node namespace; apply the GatewayClass; wait for
-# Accepted; run `go test`; tear everything down. Exit status is go test's.
+# Accepted; run `go test`; tear everything down. Exit status is go test's,
+# which also fails when a test whose features are all claimed did not pass.
 # Needs root (network namespaces).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export GOTOOLCHAIN=local
 
-profile="GATEWAY-HTTP" run_test="" core_only=false debug=false keep=false down=false
+# The profiles Coxswain claims (the features are crates/translate/src/features.rs).
+CLAIMED_PROFILES="GATEWAY-HTTP,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP"
+
+profile="$CLAIMED_PROFILES" run_test="" core_only=false debug=false keep=false down=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile="${2:?--profile needs a value}"; shift 2 ;;
@@ -33,7 +38,7 @@ while [ $# -gt 0 ]; do
     --debug) debug=true; shift ;;
     --keep) keep=true; shift ;;
     --down) down=true; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done

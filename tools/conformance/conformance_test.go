@@ -17,6 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance"
 	"sigs.k8s.io/gateway-api/conformance/utils/flags"
+	"sigs.k8s.io/gateway-api/conformance/tests"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/gateway-api/pkg/features"
 )
@@ -59,11 +60,16 @@ func TestConformance(t *testing.T) {
 
 	claimed := mustMatchRustFeatures(t, opts.Client, opts.GatewayClassName)
 	mode := "full"
+	supported := make([]features.FeatureName, 0, len(claimed))
+	for _, f := range claimed {
+		supported = append(supported, features.FeatureName(f))
+	}
 	switch {
 	case *coreOnly:
 		// Claim only the profiles' core features, so extended tests are not run.
 		mode = "core-only"
 		opts.SupportedFeatures = coreFeatures(t, opts.ConformanceProfiles)
+		supported = opts.SupportedFeatures
 	case opts.RunTest != "":
 		// The suite does not read the GatewayClass when one test is selected.
 		mode = "single test " + opts.RunTest
@@ -109,6 +115,15 @@ func TestConformance(t *testing.T) {
 			return
 		}
 		t.Logf("summary written to %s", summary)
+		if opts.RunTest == "" {
+			expected := Expected(tests.ConformanceTests, opts.ConformanceProfiles, supported)
+			missing := NotPassed(expected, recorder.Records())
+			if len(missing) > 0 {
+				t.Errorf("%d of %d expected tests did not pass: %v", len(missing), len(expected), missing)
+			} else {
+				t.Logf("all %d expected tests passed", len(expected))
+			}
+		}
 	})
 
 	conformance.RunConformanceWithOptions(t, opts)

@@ -168,3 +168,47 @@ func diffFeatures(want, got []string) (missing, extra []string) {
 	}
 	return missing, extra
 }
+
+// Expected lists the upstream tests a run must pass: every test of the
+// selected profiles whose features are all supported in this run.
+func Expected(all []suite.ConformanceTest, profiles []suite.ConformanceProfileName, supported []features.FeatureName) []string {
+	var out []string
+	for _, test := range all {
+		rec := TestRecord{Name: test.ShortName, Features: test.Features}
+		inProfile := false
+		for _, name := range profiles {
+			if p, ok := knownProfiles[name]; ok {
+				if member, _ := belongsTo(p, rec); member {
+					inProfile = true
+				}
+			}
+		}
+		allSupported := true
+		for _, f := range test.Features {
+			if !slices.Contains(supported, f) {
+				allSupported = false
+			}
+		}
+		if inProfile && allSupported && !slices.Contains(out, test.ShortName) {
+			out = append(out, test.ShortName)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NotPassed returns the expected tests that did not pass (failed, skipped
+// or never ran): a run that leaves any of them fails, whatever go test's
+// exit status says.
+func NotPassed(expected []string, records []TestRecord) []string {
+	var out []string
+	for _, name := range expected {
+		passed := slices.ContainsFunc(records, func(r TestRecord) bool {
+			return r.Name == name && r.Outcome == Passed
+		})
+		if !passed {
+			out = append(out, name)
+		}
+	}
+	return out
+}
