@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use clap::ValueEnum;
-use coxswain_proxy::{EscapedSlashes, PathOptions, ProxyOptions, UdpOptions};
+use coxswain_proxy::{
+    EscapedSlashes, H2Limits, HttpLimits, OverloadLimits, PathOptions, ProxyOptions, UdpOptions,
+};
 
 use crate::duration::parse_duration;
 
@@ -36,6 +38,37 @@ pub struct ProxyArgs {
     /// Connect timeout for backend connections.
     #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
     pub proxy_connect_timeout: Duration,
+    /// A request head must arrive within this time (slowloris).
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub http_header_read_timeout: Duration,
+    /// Close a client connection with no request in flight for this long.
+    #[arg(long, default_value = "300s", value_parser = parse_duration, value_name = "DURATION")]
+    pub http_idle_timeout: Duration,
+    /// Largest request head in bytes (431 above it).
+    #[arg(long, default_value_t = 64 * 1024, value_name = "BYTES")]
+    pub http_max_header_bytes: usize,
+    /// Most header fields in one request (431 above it).
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub http_max_headers: usize,
+    /// Longest request target in bytes (414 above it).
+    #[arg(long, default_value_t = 8 * 1024, value_name = "BYTES")]
+    pub http_max_uri_bytes: usize,
+    /// Requests per HTTP/1 connection before it is closed (0: no limit).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub http_max_requests_per_connection: u64,
+    /// HTTP/2 streams in flight per connection.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub http2_max_concurrent_streams: u32,
+    /// Client connections, all listeners together (0: no limit); beyond it
+    /// the proxy stops accepting until one ends.
+    #[arg(long, default_value_t = 50_000, value_name = "N")]
+    pub max_connections: usize,
+    /// Client connections per listener socket (0: no limit).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub max_connections_per_listener: usize,
+    /// Requests in flight beyond which new ones get 503 (0: no limit).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub max_requests_in_flight: usize,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -61,6 +94,23 @@ impl ProxyArgs {
             },
             tcp_idle_timeout: self.proxy_tcp_idle_timeout,
             connect_timeout: self.proxy_connect_timeout,
+            http: HttpLimits {
+                header_read_timeout: self.http_header_read_timeout,
+                idle_timeout: self.http_idle_timeout,
+                max_header_bytes: self.http_max_header_bytes,
+                max_headers: self.http_max_headers,
+                max_uri_bytes: self.http_max_uri_bytes,
+                max_requests_per_connection: self.http_max_requests_per_connection,
+                h2: H2Limits {
+                    max_concurrent_streams: self.http2_max_concurrent_streams,
+                    ..H2Limits::default()
+                },
+            },
+            overload: OverloadLimits {
+                max_connections: self.max_connections,
+                max_connections_per_listener: self.max_connections_per_listener,
+                max_requests_in_flight: self.max_requests_in_flight,
+            },
         }
     }
 }

@@ -11,11 +11,12 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::handler::{ConnInfo, Shared};
-use crate::http::body::{ProxyBody, plain};
+use crate::http::body::{ClientBody, ProxyBody, plain};
 use crate::http::headers::{X_FORWARDED_HOST, add_forwarded, strip_hop_by_hop};
 use crate::http::path::apply_modifier;
 use crate::http::redirect::{RedirectInput, location};
 use crate::metrics::StatusCounters;
+use crate::rejections::RejectReason;
 use crate::route::{CompiledRoute, HeaderEdits, RouteFilter, Target};
 use crate::router::CompiledMatch;
 use coxswain_ir::{Redirect, UpstreamProtocol};
@@ -195,6 +196,7 @@ pub async fn serve<'r>(
         UpstreamProtocol::Http1 => Version::HTTP_11,
         UpstreamProtocol::H2c => Version::HTTP_2,
     };
+    let (body, client_body) = ClientBody::new(body);
     let upstream_req = Request::from_parts(parts, body);
 
     let call = shared
@@ -212,6 +214,12 @@ pub async fn serve<'r>(
     };
     let upstream_response = match result {
         Ok(r) => r,
+        Err(_) if client_body.broken() => {
+            // The client broke its body's framing: its fault, not the
+            // backend's; the upstream request was aborted with it.
+            shared.metrics.rejections.record(RejectReason::BodyFraming);
+            return local(StatusCode::BAD_REQUEST, "malformed request body\n");
+        }
         Err(e) => {
             if e.is_connect {
                 shared

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
+
+use crate::http::body::ClientBody;
 use hyper::client::conn::http2::{self, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
@@ -18,7 +20,7 @@ use crate::upstream::UpstreamError;
 pub struct H2cPool {
     connect_timeout: Duration,
     /// Held only to clone or replace a sender, never across an await.
-    senders: Mutex<HashMap<SocketAddr, SendRequest<Incoming>>>,
+    senders: Mutex<HashMap<SocketAddr, SendRequest<ClientBody>>>,
 }
 
 impl H2cPool {
@@ -29,7 +31,7 @@ impl H2cPool {
         }
     }
 
-    fn cached(&self, endpoint: SocketAddr) -> Option<SendRequest<Incoming>> {
+    fn cached(&self, endpoint: SocketAddr) -> Option<SendRequest<ClientBody>> {
         let mut senders = self.senders.lock().unwrap_or_else(PoisonError::into_inner);
         match senders.get(&endpoint) {
             Some(s) if !s.is_closed() => Some(s.clone()),
@@ -41,7 +43,10 @@ impl H2cPool {
         }
     }
 
-    async fn connect(&self, endpoint: SocketAddr) -> Result<SendRequest<Incoming>, UpstreamError> {
+    async fn connect(
+        &self,
+        endpoint: SocketAddr,
+    ) -> Result<SendRequest<ClientBody>, UpstreamError> {
         let stream = tokio::time::timeout(self.connect_timeout, TcpStream::connect(endpoint))
             .await
             .map_err(|_| UpstreamError::connect("connect timed out"))?
@@ -65,7 +70,7 @@ impl H2cPool {
     pub async fn send(
         &self,
         endpoint: SocketAddr,
-        req: Request<Incoming>,
+        req: Request<ClientBody>,
     ) -> Result<Response<Incoming>, UpstreamError> {
         let mut sender = match self.cached(endpoint) {
             Some(sender) => sender,

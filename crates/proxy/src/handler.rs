@@ -8,14 +8,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
+use http::header::HOST;
 use http::uri::PathAndQuery;
-use http::{Request, Response, StatusCode, Uri, Version, header::HOST};
+use http::{Request, Response, StatusCode, Uri, Version};
 use hyper::body::Incoming;
+use hyper_util::rt::TokioExecutor;
+use hyper_util::server::conn::auto;
 
 use crate::forward::{self, Forwarded};
 use crate::http::body::{ProxyBody, plain};
+use crate::http::limits::HttpLimits;
 use crate::http::normalize::{PathError, PathOptions, normalize_path};
 use crate::metrics::{Metrics, StatusCounters};
+use crate::overload::Overload;
 use crate::rejections::RejectReason;
 use crate::router::host::{MAX_HOST_LEN, normalize_host};
 use crate::router::{RequestView, Router};
@@ -32,6 +37,10 @@ pub struct Shared {
     /// Counts requests no route matched.
     pub unmatched: Arc<StatusCounters>,
     pub path: PathOptions,
+    pub limits: HttpLimits,
+    /// Configured once from `limits`, cloned per connection.
+    pub http: auto::Builder<TokioExecutor>,
+    pub overload: Overload,
 }
 
 /// Where a connection came in and from whom.
@@ -66,6 +75,13 @@ pub fn request_host<B>(req: &Request<B>) -> &str {
     raw.unwrap_or("")
 }
 
+/// Bytes of the request target as the client sent it (path and query; the
+/// authority too in absolute form).
+fn uri_len(uri: &Uri) -> usize {
+    uri.path_and_query().map_or(0, |pq| pq.as_str().len())
+        + uri.authority().map_or(0, |a| a.as_str().len())
+}
+
 /// Replaces the request's path with its normalised form (query kept), so
 /// routing and the upstream see the same path.
 fn normalize_request_path<B>(req: &mut Request<B>, options: &PathOptions) -> Result<(), PathError> {
@@ -93,6 +109,14 @@ pub async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
     let started = Instant::now();
+    let Some(_in_flight) = shared.overload.admit() else {
+        shared.metrics.rejections.record(RejectReason::Overloaded);
+        return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, "overloaded\n"));
+    };
+    if uri_len(req.uri()) > shared.limits.max_uri_bytes {
+        shared.metrics.rejections.record(RejectReason::UriTooLong);
+        return Ok(plain(StatusCode::URI_TOO_LONG, "request target too long\n"));
+    }
     let mut req = req;
     if let Err(reason) = normalize_request_path(&mut req, &shared.path) {
         tracing::debug!(uri = %req.uri(), %reason, "bad request path");

@@ -22,6 +22,7 @@ pub mod http;
 mod l4;
 pub mod listen;
 mod metrics;
+mod overload;
 mod rejections;
 mod route;
 pub mod router;
@@ -42,8 +43,10 @@ use tokio::task::JoinHandle;
 
 pub use crate::http::normalize::{EscapedSlashes, PathOptions};
 
+pub use crate::http::limits::{H2Limits, HttpLimits};
 use handler::Shared;
 pub use l4::udp::UdpOptions;
+pub use overload::OverloadLimits;
 
 use compile::{Compiled, Plan, SocketKey};
 use l4::tcp::TcpTimeouts;
@@ -66,6 +69,8 @@ pub struct ProxyOptions {
     /// closed.
     pub tcp_idle_timeout: Duration,
     pub udp: UdpOptions,
+    pub http: HttpLimits,
+    pub overload: OverloadLimits,
 }
 
 impl Default for ProxyOptions {
@@ -76,6 +81,8 @@ impl Default for ProxyOptions {
             path: PathOptions::default(),
             tcp_idle_timeout: Duration::from_secs(3600),
             udp: UdpOptions::default(),
+            http: HttpLimits::default(),
+            overload: OverloadLimits::default(),
         }
     }
 }
@@ -153,6 +160,9 @@ impl Proxy {
             upstreams: upstream::Upstreams::new(options.connect_timeout),
             unmatched: metrics.route("").upstream(""),
             path: options.path,
+            http: crate::http::server::builder(&options.http),
+            limits: options.http.clone(),
+            overload: overload::Overload::new(options.overload),
             metrics,
         };
         Proxy {

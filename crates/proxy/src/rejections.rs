@@ -11,13 +11,27 @@ use crate::http::normalize::PathError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RejectReason {
     Path(PathError),
+    /// Request target longer than the limit (414).
+    UriTooLong,
+    /// More requests in flight than the configured limit (503).
+    Overloaded,
+    /// The client's request body was malformed (bad chunk, truncated):
+    /// 400, and the upstream request, if started, aborted.
+    BodyFraming,
+    /// hyper refused the request head itself (malformed line or headers,
+    /// conflicting framing headers, too large): 400/431 without a route.
+    HeadParse,
 }
 
 impl RejectReason {
-    const ALL: [RejectReason; 3] = [
+    const ALL: [RejectReason; 7] = [
         RejectReason::Path(PathError::MalformedEscape),
         RejectReason::Path(PathError::ForbiddenCharacter),
         RejectReason::Path(PathError::EscapedSlash),
+        RejectReason::UriTooLong,
+        RejectReason::Overloaded,
+        RejectReason::BodyFraming,
+        RejectReason::HeadParse,
     ];
 
     fn index(self) -> usize {
@@ -29,6 +43,10 @@ impl RejectReason {
             RejectReason::Path(PathError::MalformedEscape) => "path_malformed_escape",
             RejectReason::Path(PathError::ForbiddenCharacter) => "path_forbidden_character",
             RejectReason::Path(PathError::EscapedSlash) => "path_escaped_slash",
+            RejectReason::UriTooLong => "uri_too_long",
+            RejectReason::Overloaded => "overloaded",
+            RejectReason::BodyFraming => "body_framing",
+            RejectReason::HeadParse => "head_parse",
         }
     }
 }

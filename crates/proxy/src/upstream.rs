@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
+
+use crate::http::body::ClientBody;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -44,7 +46,7 @@ impl fmt::Display for UpstreamError {
 }
 
 pub struct Upstreams {
-    http1: Client<HttpConnector, Incoming>,
+    http1: Client<HttpConnector, ClientBody>,
     h2c: H2cPool,
 }
 
@@ -71,7 +73,7 @@ impl Upstreams {
         &self,
         protocol: UpstreamProtocol,
         endpoint: SocketAddr,
-        req: Request<Incoming>,
+        req: Request<ClientBody>,
     ) -> Result<Response<Incoming>, UpstreamError> {
         match protocol {
             UpstreamProtocol::Http1 => self.http1.request(req).await.map_err(|e| {

@@ -18,3 +18,53 @@ pub fn plain(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
     );
     response
 }
+
+/// A client's request body on its way upstream, remembering whether the
+/// client broke its framing (bad chunk size, truncated body): then a failed
+/// upstream call is the client's fault (400), not the backend's (502).
+pub struct ClientBody {
+    inner: hyper::body::Incoming,
+    broken: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ClientBody {
+    pub fn new(inner: hyper::body::Incoming) -> (Self, ClientBodyState) {
+        let broken = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let state = ClientBodyState(broken.clone());
+        (ClientBody { inner, broken }, state)
+    }
+}
+
+/// Whether the body a [`ClientBody`] carried turned out malformed.
+pub struct ClientBodyState(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl ClientBodyState {
+    pub fn broken(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl http_body::Body for ClientBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, hyper::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        if let std::task::Poll::Ready(Some(Err(_))) = &polled {
+            self.broken
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}

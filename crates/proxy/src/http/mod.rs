@@ -2,6 +2,7 @@
 
 pub mod body;
 pub mod headers;
+pub mod limits;
 pub mod normalize;
 pub mod path;
 pub mod redirect;

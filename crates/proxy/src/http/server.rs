@@ -1,28 +1,145 @@
 //! Serves HTTP/1.1 or HTTP/2 (by preface or ALPN) on one accepted
-//! connection until it ends or its listener drains.
+//! connection until it ends, its listener drains, or it sits idle.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
+use http::HeaderValue;
+use http::header::CONNECTION;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::Watcher;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+use tokio::time::Instant;
 
+use super::limits::HttpLimits;
 use crate::handler::{ConnInfo, Shared, SharedTable, handle};
+use crate::rejections::RejectReason;
 
+/// The connection builder every HTTP connection is served with.
+pub fn builder(limits: &HttpLimits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        .max_headers(limits.max_headers);
+    let h2 = &limits.h2;
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(h2.max_concurrent_streams)
+        .max_header_list_size(h2.max_header_list_size)
+        .max_pending_accept_reset_streams(h2.max_pending_accept_reset_streams)
+        .max_local_error_reset_streams(h2.max_local_error_reset_streams)
+        .initial_stream_window_size(h2.initial_stream_window)
+        .initial_connection_window_size(h2.initial_connection_window)
+        .keep_alive_interval(h2.keep_alive_interval)
+        .keep_alive_timeout(h2.keep_alive_timeout);
+    builder
+}
+
+/// Requests in flight on one connection, and when one last started or ended.
+struct Activity {
+    start: Instant,
+    active: AtomicUsize,
+    last_ms: AtomicU64,
+    served: AtomicU64,
+}
+
+impl Activity {
+    fn touch(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// When the connection became idle, if it is.
+    fn idle_since(&self) -> Option<Instant> {
+        (self.active.load(Ordering::Relaxed) == 0)
+            .then(|| self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed)))
+    }
+}
+
+/// Serves `io` until the client closes it, `drain` turns true (then
+/// in-flight requests finish: HTTP/1 closes after the current response,
+/// HTTP/2 sends GOAWAY), or no request was in flight for the idle timeout.
 pub async fn serve_connection<I>(
     io: I,
     (shared, table): (Arc<Shared>, SharedTable),
     info: ConnInfo,
-    watcher: Watcher,
+    mut drain: watch::Receiver<bool>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = service_fn(move |req| handle(shared.clone(), table.clone(), info, req));
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let activity = Arc::new(Activity {
+        start: Instant::now(),
+        active: AtomicUsize::new(0),
+        last_ms: AtomicU64::new(0),
+        served: AtomicU64::new(0),
+    });
+    let idle = shared.limits.idle_timeout;
+    let max_requests = shared.limits.max_requests_per_connection;
+    let builder = shared.http.clone();
+    let metrics = shared.metrics.clone();
+    let tracked = activity.clone();
+    let service = service_fn(move |req| {
+        let (shared, table, activity) = (shared.clone(), table.clone(), tracked.clone());
+        async move {
+            activity.active.fetch_add(1, Ordering::Relaxed);
+            activity.touch();
+            let mut response = handle(shared, table, info, req).await;
+            let served = activity.served.fetch_add(1, Ordering::Relaxed) + 1;
+            if max_requests > 0
+                && served >= max_requests
+                && let Ok(response) = &mut response
+            {
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            activity.active.fetch_sub(1, Ordering::Relaxed);
+            activity.touch();
+            response
+        }
+    });
     let conn = builder.serve_connection(TokioIo::new(io), service);
-    if let Err(e) = watcher.watch(conn).await {
-        tracing::debug!(client = %info.client, error = %e, "connection ended with error");
+    let mut conn = std::pin::pin!(conn);
+    let mut closing = false;
+    loop {
+        let idle_deadline = activity.idle_since().map(|since| since + idle);
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    if e.downcast_ref::<hyper::Error>().is_some_and(|e| e.is_parse() || e.is_parse_too_large()) {
+                        metrics.rejections.record(RejectReason::HeadParse);
+                    }
+                    tracing::debug!(client = %info.client, error = %e, "connection ended with error");
+                }
+                return;
+            }
+            changed = drain.changed(), if !closing => {
+                if changed.is_err() || *drain.borrow() {
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+            }
+            () = sleep_until_or_forever(idle_deadline), if !closing => {
+                if activity.idle_since().is_some_and(|since| since.elapsed() >= idle) {
+                    tracing::debug!(client = %info.client, "idle connection closed");
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+            }
+        }
     }
+}
+
+/// Sleeps until `deadline`; with none (a request is in flight), re-checks
+/// after a second.
+async fn sleep_until_or_forever(deadline: Option<Instant>) {
+    let at = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(1));
+    tokio::time::sleep_until(at).await;
 }

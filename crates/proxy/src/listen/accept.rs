@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use bytes::BytesMut;
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::{Instant, timeout_at};
 
@@ -96,12 +95,23 @@ async fn accept_loop(
     mut stopped: oneshot::Receiver<()>,
 ) {
     let socket = state.socket;
-    let graceful = GracefulShutdown::new();
+    // Turns true when the listener stops: connections finish what is in
+    // flight and close.
+    let (drain, draining) = watch::channel(false);
     let mut connections = JoinSet::new();
+    let room = state.shared.overload.listener_semaphore();
     loop {
+        while connections.try_join_next().is_some() {}
+        // At the connection limit, wait here: the kernel's backlog holds
+        // new clients instead of the proxy running out of descriptors.
+        let permits = tokio::select! {
+            _ = &mut stopped => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            permits = state.shared.overload.connection(&room) => permits,
+        };
+        let Some(permits) = permits else { break };
         tokio::select! {
             _ = &mut stopped => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => {
                 let (stream, client) = match accepted {
                     Ok(pair) => pair,
@@ -115,8 +125,9 @@ async fn accept_loop(
                 let _ = stream.set_nodelay(true);
                 let plan = plan.load_full();
                 let state = state.clone();
-                let watcher = graceful.watcher();
+                let watcher = draining.clone();
                 connections.spawn(async move {
+                    let _permits = permits;
                     let info = ConnInfo {
                         socket: state.socket,
                         client,
@@ -130,8 +141,6 @@ async fn accept_loop(
                         }
                         SocketPlan::Tls(tls) => tls_connection(stream, tls, state, info, watcher).await,
                         SocketPlan::Tcp(table) => {
-                            // Draining waits for a spliced connection too.
-                            let _watched = watcher;
                             proxy_connection(stream, client, table, None, state.tcp).await;
                         }
                     }
@@ -140,10 +149,9 @@ async fn accept_loop(
         }
     }
     drop(listener);
-    if tokio::time::timeout(drain_timeout, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    let _ = drain.send(true);
+    let all_done = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(drain_timeout, all_done).await.is_err() {
         tracing::warn!(%socket, "drain timeout: closing remaining connections");
     }
     connections.abort_all();
@@ -157,7 +165,7 @@ async fn tls_connection(
     tls: &TlsSocket,
     state: SocketState,
     info: ConnInfo,
-    watcher: Watcher,
+    watcher: watch::Receiver<bool>,
 ) {
     let client = info.client;
     let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
@@ -191,7 +199,6 @@ async fn tls_connection(
             let acceptor = tokio_rustls::TlsAcceptor::from(config.clone());
             match timeout_at(deadline, acceptor.accept(io)).await {
                 Ok(Ok(tls_stream)) => {
-                    let _watched = watcher;
                     let sni = hello.sni.as_deref();
                     proxy_connection(tls_stream, client, table, sni, state.tcp).await;
                 }
@@ -200,7 +207,6 @@ async fn tls_connection(
             }
         }
         TlsAction::Passthrough(table) => {
-            let _watched = watcher;
             proxy_connection(io, client, table, hello.sni.as_deref(), state.tcp).await;
         }
         TlsAction::Refuse => {}
