@@ -9,8 +9,8 @@ MIB = 1024 * 1024
 # test -> (rate unit, per-CPU unit)
 UNITS = {
     "tcp-conn": ("conn/s", "conn"),
-    "tls-conn": ("conn/s", "conn"),
     "tcp-stream": ("MiB/s", "MiB"),
+    "tls-conn": ("conn/s", "conn"),
     "udp": ("datagrams/s", "datagrams"),
 }
 

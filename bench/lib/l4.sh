@@ -1,0 +1,182 @@
+# Helpers for the L4 benchmark (scripts/bench-l4.sh): tools, the l4load
+# binary, certificates, readiness of TCP ports, load runs and the report.
+# Sourced after procs.sh and setup.sh; uses ROOT, WORKDIR, NOTES, DURATION,
+# WARMUP, CONCURRENCY, RESULTS, L4LOAD_BIN, COXSWAIN_BIN.
+
+# nginx_stream_line : the load_module line nginx needs for its stream module
+# (empty when the module is built in); fails when nginx has no stream module.
+nginx_stream_line() {
+    local v dir
+    v=$(nginx -V 2>&1)
+    case $v in
+    *--with-stream=dynamic*)
+        dir=$(sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p' <<<"$v")
+        [ -f "${dir:-/usr/lib/nginx/modules}/ngx_stream_module.so" ] || return 1
+        echo "load_module ${dir:-/usr/lib/nginx/modules}/ngx_stream_module.so;"
+        ;;
+    *--with-stream*) echo "" ;;
+    *) return 1 ;;
+    esac
+}
+
+# ensure_l4_tools : install missing Debian packages (root only), including
+# nginx's stream module.
+ensure_l4_tools() {
+    local missing=() pair
+    for pair in nginx:nginx-light haproxy:haproxy openssl:openssl curl:curl \
+        taskset:util-linux python3:python3 timeout:coreutils; do
+        command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+    done
+    if ! command -v nginx >/dev/null || ! nginx_stream_line >/dev/null; then
+        missing+=(libnginx-mod-stream)
+    fi
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    if [ "$(id -u)" != 0 ]; then
+        echo "missing packages: ${missing[*]} (run as root to let this script install them)" >&2
+        exit 1
+    fi
+    echo "installing: ${missing[*]}" >&2
+    # Keep package scripts from starting system services (e.g. nginx on :80).
+    local policy=/usr/sbin/policy-rc.d added_policy=""
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && added_policy=1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    if [ -n "$added_policy" ]; then rm -f "$policy"; fi
+}
+
+# ensure_l4load : sets L4LOAD_BIN, building tools/l4load (release) unless
+# --l4load-bin named one.
+ensure_l4load() {
+    if [ -z "$L4LOAD_BIN" ]; then
+        L4LOAD_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/coxswain-l4load"
+        echo "building coxswain-l4load (release)" >&2
+        (cd "$ROOT" && cargo build --release -p coxswain-l4load) >&2 || true
+    fi
+    if [ ! -x "$L4LOAD_BIN" ]; then
+        echo "no load generator at $L4LOAD_BIN" >&2
+        return 1
+    fi
+}
+
+# make_certs DIR : a CA (ca.pem) and a leaf for bench.test signed by it
+# (leaf.pem, leaf.key), P-256, valid two days.
+make_certs() {
+    local dir=$1
+    mkdir -p "$dir"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=coxswain-bench-ca -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=bench.test \
+        -keyout "$dir/leaf.key" -out "$dir/leaf.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:bench.test\nbasicConstraints=CA:FALSE\n' >"$dir/leaf.ext"
+    openssl x509 -req -in "$dir/leaf.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+        -CAcreateserial -days 2 -extfile "$dir/leaf.ext" -out "$dir/leaf.pem" 2>/dev/null
+}
+
+# free_udp_port : a loopback UDP port nobody has bound right now.
+free_udp_port() {
+    python3 -c 'import socket; s=socket.socket(type=socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_tcp PORT SECONDS : poll until 127.0.0.1:PORT accepts; gives up early
+# when WATCH_PID (if set) has exited.
+wait_tcp() {
+    local port=$1 deadline=$((SECONDS + $2))
+    until timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; do
+        if [ -n "${WATCH_PID:-}" ] && ! kill -0 "$WATCH_PID" 2>/dev/null; then
+            echo "process $WATCH_PID exited before 127.0.0.1:$port accepted" >&2
+            return 1
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "timed out waiting for 127.0.0.1:$port" >&2
+            return 1
+        fi
+        wait_a_moment
+    done
+}
+
+# l4_args TEST : the per-test arguments of the load generator.
+l4_args() {
+    case $1 in
+    tcp-conn) echo "--size 16" ;;
+    tcp-stream) echo "--chunk 16384" ;;
+    tls-conn) echo "--size 16 --sni bench.test --cafile $WORKDIR/certs/ca.pem" ;;
+    udp) echo "--size 64 --timeout-ms 200" ;;
+    esac
+}
+
+# drive_l4 TEST PORT SECONDS CONCURRENCY OUT : one bounded load run on core 1;
+# the JSON line goes to OUT, diagnostics to OUT.err.
+drive_l4() {
+    local test=$1 port=$2 seconds=$3 concurrency=$4 out=$5 extra
+    read -r -a extra <<<"$(l4_args "$test")"
+    timeout $((${seconds%.*} + 30)) taskset -c 1 "$L4LOAD_BIN" "$test" \
+        --target "127.0.0.1:$port" --duration "$seconds" --concurrency "$concurrency" \
+        "${extra[@]}" >"$out" 2>"$out.err" || true
+}
+
+# load_ok FILE : successful operations in a load run's JSON line (received
+# bytes for tcp-stream); 0 when there is no parsable line.
+load_ok() {
+    python3 -c '
+import json, sys
+try:
+    d = json.loads(open(sys.argv[1]).readline())
+except Exception:
+    print(0); sys.exit()
+print({"udp": d.get("datagrams"), "tcp-stream": d.get("received_bytes")}.get(d.get("mode"), d.get("connections")) or 0)
+' "$1"
+}
+
+l4_versions() {
+    echo "- nginx: $(nginx -v 2>&1 | sed 's/.*version: //') (stream module)"
+    echo "- HAProxy: $(haproxy -v 2>/dev/null | head -1 | awk '{print $3}')"
+    local cox=""
+    if [ -n "${COXSWAIN_BIN:-}" ] && [ -x "$COXSWAIN_BIN" ]; then
+        cox="$("$COXSWAIN_BIN" --version 2>/dev/null | awk '{print $2}'), "
+    fi
+    echo "- Coxswain: ${cox}git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "- load generator and origins: tools/l4load ($("$L4LOAD_BIN" --version 2>/dev/null || echo unknown)), $(openssl version | awk '{print $1, $2}') certificates"
+}
+
+# write_l4_report FILE : the markdown results page.
+write_l4_report() {
+    local out=$1 note
+    mkdir -p "$(dirname "$out")"
+    {
+        echo "# L4 proxy benchmark: latest results"
+        echo
+        echo "\`scripts/bench-l4.sh --duration $DURATION --concurrency $CONCURRENCY\`," \
+            "$(date -u +%Y-%m-%dT%H:%M:%SZ)."
+        echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //');" \
+            "load average before/after: ${LOADAVG_START:-?} / $(cut -d' ' -f1-3 /proc/loadavg)."
+        echo
+        echo "Each proxy is pinned to core 0 with one worker; the origins (tools/l4load echo"
+        echo "servers: TCP, TLS terminating for bench.test, UDP) and the load generator share core 1."
+        echo "Load (\`coxswain-l4load\`, one thread, $CONCURRENCY workers, ${DURATION}s after a"
+        echo "${WARMUP}s warm-up that is not counted): tcp-conn = connect, 16 bytes, echo, close;"
+        echo "tcp-stream = $CONCURRENCY connections writing 16 KiB chunks and reading the echo (rate ="
+        echo "MiB/s echoed back; each MiB crossed the proxy once each way); tls-conn = tcp-conn"
+        echo "with a full TLS handshake (SNI bench.test, no resumption) passed through by SNI;"
+        echo "udp = one socket per worker, 64-byte datagrams, a reply not back within 200 ms is lost."
+        echo "Proxy CPU: utime+stime delta over the run from /proc/PID/stat, summed over the"
+        echo "proxy's processes. Ratios are from this run only."
+        echo
+        if [ -s "$RESULTS" ]; then
+            python3 "$ROOT/bench/lib/render_l4_table.py" "$RESULTS"
+        else
+            echo "(no results)"
+        fi
+        echo
+        echo "Versions:"
+        echo
+        l4_versions
+        if [ "${#NOTES[@]}" -gt 0 ]; then
+            echo
+            echo "Notes:"
+            echo
+            for note in "${NOTES[@]}"; do echo "- $note"; done
+        fi
+    } >"$out"
+}
