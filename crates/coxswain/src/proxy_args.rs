@@ -3,8 +3,10 @@
 use std::time::Duration;
 
 use clap::ValueEnum;
+use coxswain_ir::IpCidr;
 use coxswain_proxy::{
-    EscapedSlashes, H2Limits, HttpLimits, OverloadLimits, PathOptions, ProxyOptions, UdpOptions,
+    EscapedSlashes, ForwardedTrust, H2Limits, HttpLimits, OverloadLimits, PathOptions,
+    ProxyOptions, UdpOptions,
 };
 
 use crate::duration::parse_duration;
@@ -69,6 +71,14 @@ pub struct ProxyArgs {
     /// Requests in flight beyond which new ones get 503 (0: no limit).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub max_requests_in_flight: usize,
+    /// Peers (CIDR or address; repeatable) whose X-Forwarded-For,
+    /// -Proto and -Host are kept. From anyone else they are replaced.
+    #[arg(long = "trusted-proxy", value_name = "CIDR")]
+    pub trusted_proxies: Vec<IpCidr>,
+    /// Believe X-Forwarded-* from every peer (like Envoy's
+    /// xff_num_trusted_hops > 0): only behind your own load balancer.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub xff_num_trusted_hops: u32,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -105,6 +115,10 @@ impl ProxyArgs {
                     max_concurrent_streams: self.http2_max_concurrent_streams,
                     ..H2Limits::default()
                 },
+            },
+            forwarded: ForwardedTrust {
+                trusted_cidrs: self.trusted_proxies.clone(),
+                trusted_hops: self.xff_num_trusted_hops,
             },
             overload: OverloadLimits {
                 max_connections: self.max_connections,

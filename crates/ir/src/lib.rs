@@ -19,6 +19,7 @@
     )
 )]
 
+mod cidr;
 mod cluster;
 mod filter;
 mod hostname;
@@ -27,6 +28,7 @@ mod precedence;
 mod route;
 mod tls;
 
+pub use cidr::{CidrError, IpCidr};
 pub use cluster::{Cluster, Endpoint, UpstreamProtocol};
 pub use filter::{Filter, Header, HeaderModifier, PathModifier, Redirect, Rewrite};
 pub use hostname::{Hostname, HostnameError};

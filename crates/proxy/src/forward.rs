@@ -158,7 +158,12 @@ pub async fn serve<'r>(
     };
 
     // Upstream request: same method and headers, new URI.
-    add_forwarded(&mut parts.headers, conn.client.ip(), conn.scheme());
+    add_forwarded(
+        &mut parts.headers,
+        conn.client.ip(),
+        conn.scheme(),
+        &shared.forwarded,
+    );
     let original_host = parts.headers.get(HOST).cloned().or_else(|| {
         parts
             .uri

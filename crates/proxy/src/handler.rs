@@ -17,6 +17,7 @@ use hyper_util::server::conn::auto;
 
 use crate::forward::{self, Forwarded};
 use crate::http::body::{ProxyBody, plain};
+use crate::http::headers::ForwardedTrust;
 use crate::http::limits::HttpLimits;
 use crate::http::normalize::{PathError, PathOptions, normalize_path};
 use crate::metrics::{Metrics, StatusCounters};
@@ -37,6 +38,7 @@ pub struct Shared {
     /// Counts requests no route matched.
     pub unmatched: Arc<StatusCounters>,
     pub path: PathOptions,
+    pub forwarded: ForwardedTrust,
     pub limits: HttpLimits,
     /// Configured once from `limits`, cloned per connection.
     pub http: auto::Builder<TokioExecutor>,

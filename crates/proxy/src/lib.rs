@@ -43,6 +43,7 @@ use tokio::task::JoinHandle;
 
 pub use crate::http::normalize::{EscapedSlashes, PathOptions};
 
+pub use crate::http::headers::ForwardedTrust;
 pub use crate::http::limits::{H2Limits, HttpLimits};
 use handler::Shared;
 pub use l4::udp::UdpOptions;
@@ -71,6 +72,8 @@ pub struct ProxyOptions {
     pub udp: UdpOptions,
     pub http: HttpLimits,
     pub overload: OverloadLimits,
+    /// Whose X-Forwarded-* headers are believed (default: nobody's).
+    pub forwarded: ForwardedTrust,
 }
 
 impl Default for ProxyOptions {
@@ -83,6 +86,7 @@ impl Default for ProxyOptions {
             udp: UdpOptions::default(),
             http: HttpLimits::default(),
             overload: OverloadLimits::default(),
+            forwarded: ForwardedTrust::default(),
         }
     }
 }
@@ -160,6 +164,7 @@ impl Proxy {
             upstreams: upstream::Upstreams::new(options.connect_timeout),
             unmatched: metrics.route("").upstream(""),
             path: options.path,
+            forwarded: options.forwarded.clone(),
             http: crate::http::server::builder(&options.http),
             limits: options.http.clone(),
             overload: overload::Overload::new(options.overload),

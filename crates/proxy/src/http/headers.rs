@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 
+use coxswain_ir::IpCidr;
 use http::HeaderMap;
 use http::header::{CONNECTION, HeaderName, HeaderValue, TE, TRAILER, TRANSFER_ENCODING, UPGRADE};
 
@@ -42,22 +43,61 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, is_request: bool) {
     }
 }
 
-/// Appends the client IP to X-Forwarded-For and sets X-Forwarded-Proto.
-pub fn add_forwarded(headers: &mut HeaderMap, client: IpAddr, scheme: &'static str) {
+/// Whose X-Forwarded-* headers are believed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ForwardedTrust {
+    /// Peers (load balancers, other proxies) whose X-Forwarded-For,
+    /// X-Forwarded-Proto and X-Forwarded-Host are kept.
+    pub trusted_cidrs: Vec<IpCidr>,
+    /// Believe the headers from any peer, as Envoy does with
+    /// `xff_num_trusted_hops` > 0: for gateways that only ever sit behind
+    /// their own load balancer. 0: trust nobody.
+    pub trusted_hops: u32,
+}
+
+impl ForwardedTrust {
+    pub fn trusts(&self, peer: IpAddr) -> bool {
+        self.trusted_hops > 0 || self.trusted_cidrs.iter().any(|c| c.contains(peer))
+    }
+}
+
+/// Sets the X-Forwarded-* headers for the upstream request. From a trusted
+/// peer, X-Forwarded-For gets the peer appended and the peer's proto and
+/// host are kept; from anyone else (the default) whatever the client sent
+/// is replaced: X-Forwarded-For is the peer alone, X-Forwarded-Proto our
+/// scheme, X-Forwarded-Host removed.
+pub fn add_forwarded(
+    headers: &mut HeaderMap,
+    peer: IpAddr,
+    scheme: &'static str,
+    trust: &ForwardedTrust,
+) {
+    if !trust.trusts(peer) {
+        headers.remove(X_FORWARDED_HOST);
+        headers.insert(X_FORWARDED_FOR, ip_value(peer));
+        headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(scheme));
+        return;
+    }
     let previous: Vec<&str> = headers
         .get_all(X_FORWARDED_FOR)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .collect();
     let value = if previous.is_empty() {
-        client.to_string()
+        ip_value(peer)
     } else {
-        format!("{}, {client}", previous.join(", "))
+        HeaderValue::from_str(&format!("{}, {peer}", previous.join(", ")))
+            .unwrap_or_else(|_| ip_value(peer))
     };
-    if let Ok(value) = HeaderValue::from_str(&value) {
-        headers.insert(X_FORWARDED_FOR, value);
+    headers.insert(X_FORWARDED_FOR, value);
+    if !headers.contains_key(X_FORWARDED_PROTO) {
+        headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(scheme));
     }
-    headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(scheme));
+}
+
+fn ip_value(ip: IpAddr) -> HeaderValue {
+    // An IP address is always a valid header value.
+    HeaderValue::from_str(&ip.to_string()).unwrap_or(HeaderValue::from_static("unknown"))
 }
 
 #[cfg(test)]
@@ -78,11 +118,45 @@ mod tests {
         assert_eq!(h.get("x-kept").unwrap(), "1");
     }
 
-    #[test]
-    fn appends_to_existing_forwarded_for() {
+    fn forwarded_headers() -> HeaderMap {
         let mut h = HeaderMap::new();
-        h.insert(X_FORWARDED_FOR, HeaderValue::from_static("10.0.0.1"));
-        add_forwarded(&mut h, "127.0.0.1".parse().unwrap(), "http");
-        assert_eq!(h.get(X_FORWARDED_FOR).unwrap(), "10.0.0.1, 127.0.0.1");
+        h.insert(X_FORWARDED_FOR, HeaderValue::from_static("6.6.6.6"));
+        h.insert(X_FORWARDED_PROTO, HeaderValue::from_static("https"));
+        h.insert(X_FORWARDED_HOST, HeaderValue::from_static("spoofed.test"));
+        h
+    }
+
+    #[test]
+    fn an_untrusted_peer_cannot_forge_forwarded_headers() {
+        let mut h = forwarded_headers();
+        add_forwarded(
+            &mut h,
+            "127.0.0.1".parse().unwrap(),
+            "http",
+            &ForwardedTrust::default(),
+        );
+        assert_eq!(h.get(X_FORWARDED_FOR).unwrap(), "127.0.0.1");
+        assert_eq!(h.get(X_FORWARDED_PROTO).unwrap(), "http");
+        assert!(h.get(X_FORWARDED_HOST).is_none());
+    }
+
+    #[test]
+    fn a_trusted_peer_is_appended_to_the_chain() {
+        let trust = ForwardedTrust {
+            trusted_cidrs: vec!["10.0.0.0/8".parse().unwrap()],
+            trusted_hops: 0,
+        };
+        let mut h = forwarded_headers();
+        add_forwarded(&mut h, "10.1.1.1".parse().unwrap(), "http", &trust);
+        assert_eq!(h.get(X_FORWARDED_FOR).unwrap(), "6.6.6.6, 10.1.1.1");
+        assert_eq!(h.get(X_FORWARDED_PROTO).unwrap(), "https");
+        assert_eq!(h.get(X_FORWARDED_HOST).unwrap(), "spoofed.test");
+        let mut h = forwarded_headers();
+        add_forwarded(&mut h, "192.0.2.1".parse().unwrap(), "http", &trust);
+        assert_eq!(
+            h.get(X_FORWARDED_FOR).unwrap(),
+            "192.0.2.1",
+            "outside the trusted range"
+        );
     }
 }
