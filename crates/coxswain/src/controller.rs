@@ -6,11 +6,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use anyhow::Context;
+use coxswain_ir::UnboundSocket;
 use coxswain_provider_k8s::{
     AddressMode, AddressPool, Client, ControllerConfig, Dataplane, LeaseConfig, Metrics, Timing,
 };
 use coxswain_proxy::Proxy;
-use coxswain_translate::Output;
+use coxswain_translate::{Output, mark_unbound};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::admin::{Admin, MetricsRenderer, ReloadOutcome, ReloadState};
@@ -59,17 +60,21 @@ fn parse_selector(text: &str) -> Result<(String, String), String> {
 struct ProxyDataplane {
     proxy: Proxy,
     state: Arc<ReloadState>,
+    /// Sockets of the last applied IR that could not be bound.
+    unbound: tokio::sync::Mutex<Vec<UnboundSocket>>,
 }
 
 impl Dataplane for ProxyDataplane {
-    async fn apply(&self, output: &Output, timing: Timing) {
-        let mut serving = true;
-        if timing.ir_changed {
+    async fn apply(&self, output: &Output, timing: Timing) -> Vec<UnboundSocket> {
+        let mut unbound = self.unbound.lock().await;
+        // An unchanged IR is applied again while a socket of it is unbound:
+        // the port may have become free.
+        if timing.ir_changed || !unbound.is_empty() {
             let report = self.proxy.apply(Arc::new(output.ir.clone())).await;
-            for (address, error) in &report.failed {
-                tracing::error!(%address, %error, "cannot bind listener");
+            for failed in &report.failed {
+                tracing::error!(address = %failed.address, transport = ?failed.transport, error = %failed.error, "cannot bind listener");
             }
-            serving = report.failed.is_empty();
+            *unbound = report.failed.clone();
             tracing::info!(
                 listeners = report.bound.len(),
                 translate_ms = timing.translate.as_secs_f64() * 1e3,
@@ -77,12 +82,15 @@ impl Dataplane for ProxyDataplane {
                 "config applied"
             );
         }
+        let mut statuses = output.statuses.clone();
+        mark_unbound(&mut statuses, &output.ir, &unbound, &crate::run::now());
         self.state.record(ReloadOutcome {
             load_errors: 0,
             translate: timing.translate,
-            serving,
-            statuses: Arc::new(output.statuses.clone()),
+            serving: unbound.is_empty(),
+            statuses: Arc::new(statuses),
         });
+        unbound.clone()
     }
 }
 
@@ -130,6 +138,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let dataplane = ProxyDataplane {
         proxy: proxy.clone(),
         state,
+        unbound: tokio::sync::Mutex::new(Vec::new()),
     };
     let lease = config.lease.clone();
     let controller = tokio::spawn(coxswain_provider_k8s::run(

@@ -3,14 +3,15 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use coxswain_api::Snapshot;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
 use coxswain_provider_file::{Loaded, Reload, Watcher};
 use coxswain_proxy::Proxy;
-use coxswain_translate::{Options, Translator};
+use coxswain_translate::{Options, Translator, mark_unbound};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::admin::{Admin, ReloadOutcome, ReloadState};
@@ -42,6 +43,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             default_address: args.bind_address,
             now: now(),
         },
+        snapshot: Snapshot::default(),
+        unbound: false,
     };
     pipeline.apply(initial, &[], None).await;
 
@@ -57,6 +60,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 let (latest, changed, timing) = coalesce(reload, &mut reloads);
                 pipeline.apply(latest, &changed, Some(timing)).await;
             }
+            // A socket that could not be bound (port in use) is tried again.
+            () = tokio::time::sleep(BIND_RETRY), if pipeline.unbound => pipeline.rebind().await,
             _ = terminate.recv() => break,
             _ = interrupt.recv() => break,
         }
@@ -103,12 +108,19 @@ fn coalesce(
     (latest, changed, timing)
 }
 
+/// How often sockets that could not be bound are tried again.
+const BIND_RETRY: Duration = Duration::from_secs(5);
+
 struct Pipeline {
     proxy: Proxy,
     state: Arc<ReloadState>,
     /// Remembers per-route results, so a one-route change costs one route.
     translator: Translator,
     options: Options,
+    /// The snapshot last applied (for bind retries).
+    snapshot: Snapshot,
+    /// Some socket of the applied config is not bound.
+    unbound: bool,
 }
 
 impl Pipeline {
@@ -121,14 +133,18 @@ impl Pipeline {
             ..self.options.clone()
         };
         let translate_start = Instant::now();
-        let output = self.translator.translate(&loaded.snapshot, &options);
+        let mut output = self.translator.translate(&loaded.snapshot, &options);
         let translate_time = translate_start.elapsed();
         let apply_start = Instant::now();
-        let report = self.proxy.apply(Arc::new(output.ir)).await;
+        let ir = Arc::new(std::mem::take(&mut output.ir));
+        let report = self.proxy.apply(ir.clone()).await;
         let apply_time = apply_start.elapsed();
-        for (address, error) in &report.failed {
-            tracing::error!(%address, %error, "cannot bind listener");
+        for failed in &report.failed {
+            tracing::error!(address = %failed.address, transport = ?failed.transport, error = %failed.error, "cannot bind listener");
         }
+        mark_unbound(&mut output.statuses, &ir, &report.failed, &options.now);
+        self.unbound = !report.failed.is_empty();
+        self.snapshot = loaded.snapshot.clone();
         let files: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
         let trigger = match timing {
             None => "startup",
@@ -138,7 +154,7 @@ impl Pipeline {
         tracing::info!(
             trigger,
             files = ?files,
-            routes = loaded.snapshot.http_routes.len(),
+            routes = output.statuses.routes.len(),
             load_errors = loaded.errors.len(),
             listeners = report.bound.len(),
             translate_ms = ms(translate_time),
@@ -157,6 +173,16 @@ impl Pipeline {
             serving: report.failed.is_empty(),
             statuses,
         });
+    }
+
+    /// Applies the last snapshot again, binding what failed before.
+    async fn rebind(&mut self) {
+        let loaded = Loaded {
+            snapshot: self.snapshot.clone(),
+            objects: Vec::new(),
+            errors: Vec::new(),
+        };
+        self.apply(loaded, &[], None).await;
     }
 }
 

@@ -21,6 +21,7 @@
 
 mod cidr;
 mod cluster;
+mod feedback;
 mod filter;
 mod hostname;
 mod listener;
@@ -30,6 +31,7 @@ mod tls;
 
 pub use cidr::{CidrError, IpCidr};
 pub use cluster::{Cluster, Endpoint, UpstreamProtocol};
+pub use feedback::UnboundSocket;
 pub use filter::{Filter, Header, HeaderModifier, PathModifier, Redirect, Rewrite};
 pub use hostname::{Hostname, HostnameError};
 pub use listener::{Listener, Serve, Socket, TlsTermination, Transport};

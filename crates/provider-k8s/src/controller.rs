@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
-use coxswain_translate::{Options, Output, Translator};
+use coxswain_ir::UnboundSocket;
+use coxswain_translate::{Options, Output, Translator, mark_unbound};
 use kube::Client;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -40,7 +41,13 @@ pub struct ControllerConfig {
 pub trait Dataplane: Send + Sync + 'static {
     /// Serve `output.ir`; called after every translation (statuses may
     /// change without the IR changing: see [`Timing::ir_changed`]).
-    fn apply(&self, output: &Output, timing: Timing) -> impl Future<Output = ()> + Send;
+    /// Returns the sockets of the IR that are not bound, which the written
+    /// status reports as not Programmed.
+    fn apply(
+        &self,
+        output: &Output,
+        timing: Timing,
+    ) -> impl Future<Output = Vec<UnboundSocket>> + Send;
 }
 
 /// For latency logs.
@@ -102,7 +109,8 @@ pub async fn run<D: Dataplane>(
             announced_ready = true;
         }
         let translate_start = Instant::now();
-        let (output, job) = translate_store(&mut translator, &store, &config, Timestamp::now());
+        let now = Timestamp::now();
+        let (output, mut job) = translate_store(&mut translator, &store, &config, now);
         let ir_changed = served.as_ref() != Some(&output.ir);
         let timing = Timing {
             first_change: first,
@@ -110,7 +118,8 @@ pub async fn run<D: Dataplane>(
             ir_changed,
         };
         Metrics::add(&metrics.translations);
-        dataplane.apply(&output, timing).await;
+        let unbound = dataplane.apply(&output, timing).await;
+        mark_unbound(&mut job.statuses, &output.ir, &unbound, &Time(now));
         if ir_changed {
             served = Some(output.ir.clone());
         }

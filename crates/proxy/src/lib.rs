@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: the draining list and rout
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use coxswain_ir::{Config, Transport};
+use coxswain_ir::{Config, Transport, UnboundSocket};
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -97,7 +97,7 @@ pub struct ApplyReport {
     /// Sockets now listening (new and kept), TCP and UDP.
     pub bound: Vec<SocketAddr>,
     /// Sockets that could not be bound, with the OS error.
-    pub failed: Vec<(SocketAddr, String)>,
+    pub failed: Vec<UnboundSocket>,
 }
 
 /// A UDP socket's relay task.
@@ -219,7 +219,11 @@ impl Proxy {
                 Ok(bound) => fresh.push((key, bound)),
                 Err(e) => {
                     tracing::warn!(%addr, ?transport, error = %e, "bind failed");
-                    report.failed.push((addr, e.to_string()));
+                    report.failed.push(UnboundSocket {
+                        transport,
+                        address: addr,
+                        error: e.to_string(),
+                    });
                 }
             }
         }

@@ -117,7 +117,7 @@ async fn bind_errors_are_reported_not_fatal() {
     let proxy = coxswain_proxy::Proxy::new(Default::default());
     let report = proxy.apply(two_sockets(free, busy, backend.addr)).await;
     assert_eq!(report.failed.len(), 1);
-    assert_eq!(report.failed[0].0.port(), busy);
+    assert_eq!(report.failed[0].address.port(), busy);
     assert_eq!(report.bound.len(), 1);
     assert_eq!(
         get(&client(), free, "k.test", "/").await.status,

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use coxswain_api::gw::gatewayclasses::{GatewayClassStatus, GatewayClassStatusSupportedFeatures};
-use coxswain_api::{ObjectKey, Snapshot};
+use coxswain_api::{GatewayClass, ObjectKey, Snapshot};
 
 use crate::Options;
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
@@ -17,6 +17,17 @@ pub fn our_classes(snapshot: &Snapshot, options: &Options) -> BTreeSet<String> {
         .filter(|(_, class)| class.spec.controller_name == options.controller_name)
         .map(|(key, _)| key.name.clone())
         .collect()
+}
+
+/// Why a class of ours cannot be accepted: Coxswain applies no
+/// GatewayClass parameters resource yet, so any parametersRef is reported
+/// rather than silently ignored.
+pub fn class_problem(class: &GatewayClass) -> Option<String> {
+    let r = class.spec.parameters_ref.as_ref()?;
+    Some(format!(
+        "parametersRef {}/{} {:?} is not supported: Coxswain applies no GatewayClass parameters yet",
+        r.group, r.kind, r.name
+    ))
 }
 
 pub fn class_statuses(
@@ -33,13 +44,22 @@ pub fn class_statuses(
                 generation: class.metadata.generation,
                 now: &options.now,
             };
-            let conditions = stamp.all(vec![
-                Cond::new(
+            let accepted = match class_problem(class) {
+                None => Cond::new(
                     ConditionType::Accepted,
                     true,
                     Reason::Accepted,
                     "Accepted by the Coxswain controller",
                 ),
+                Some(why) => Cond::new(
+                    ConditionType::Accepted,
+                    false,
+                    Reason::InvalidParameters,
+                    why,
+                ),
+            };
+            let conditions = stamp.all(vec![
+                accepted,
                 Cond::new(
                     ConditionType::SupportedVersion,
                     true,

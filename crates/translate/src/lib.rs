@@ -15,6 +15,7 @@
 )]
 
 mod conditions;
+mod data_plane;
 mod duration;
 mod endpoints;
 mod features;
@@ -28,6 +29,7 @@ mod route;
 mod selector;
 
 pub use conditions::{ConditionType, Reason};
+pub use data_plane::mark_unbound;
 pub use duration::parse_duration_ms;
 pub use features::SUPPORTED_FEATURES;
 pub use memo::Translator;

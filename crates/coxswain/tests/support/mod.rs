@@ -113,6 +113,26 @@ impl Gateway {
     }
 
     pub fn start(config: TempDir, http_port: u16, echo_port: u16) -> Self {
+        let gateway = Gateway::spawn(config, http_port, echo_port);
+        wait_for("/readyz", || {
+            gateway
+                .admin_get("/readyz")
+                .is_some_and(|(code, _)| code == 200)
+        });
+        gateway
+    }
+
+    /// Starts the process and waits only for its admin endpoint, not for
+    /// readiness (which a config that cannot be served never reaches).
+    pub fn start_unready(config: TempDir, http_port: u16, echo_port: u16) -> Self {
+        let gateway = Gateway::spawn(config, http_port, echo_port);
+        wait_for("the admin endpoint", || {
+            gateway.admin_get("/healthz").is_some()
+        });
+        gateway
+    }
+
+    fn spawn(config: TempDir, http_port: u16, echo_port: u16) -> Self {
         let logs = TempDir::new("logs");
         let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let stderr = std::fs::File::create(logs.path().join("stderr")).unwrap();
@@ -129,20 +149,24 @@ impl Gateway {
             .stderr(stderr)
             .spawn()
             .unwrap();
-        let gateway = Gateway {
+        Gateway {
             child,
             config,
             logs,
             http_port,
             echo_port,
             admin,
-        };
-        wait_for("/readyz", || {
-            gateway
-                .admin_get("/readyz")
-                .is_some_and(|(code, _)| code == 200)
-        });
-        gateway
+        }
+    }
+
+    /// The `/status` entry of one object.
+    pub fn status_of(&self, kind: &str, name: &str) -> Option<serde_json::Value> {
+        let (_, body) = self.admin_get("/status")?;
+        let all: serde_json::Value = serde_json::from_str(&body).ok()?;
+        all.as_array()?
+            .iter()
+            .find(|s| s["kind"] == kind && s["name"] == name)
+            .map(|s| s["status"].clone())
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -31,6 +31,8 @@ pub struct GatewayModel {
     pub unusable: Option<String>,
     /// Set when `spec.infrastructure.parametersRef` cannot be honoured.
     pub invalid_parameters: Option<String>,
+    /// Set when the Gateway's class is ours but not accepted.
+    pub class_rejected: Option<String>,
     pub listeners: Vec<ListenerModel>,
 }
 
@@ -46,7 +48,10 @@ impl GatewayModel {
     }
 
     fn usable(&self) -> bool {
-        self.addresses.is_ok() && self.unusable.is_none() && self.invalid_parameters.is_none()
+        self.addresses.is_ok()
+            && self.unusable.is_none()
+            && self.invalid_parameters.is_none()
+            && self.class_rejected.is_none()
     }
 }
 
@@ -91,11 +96,22 @@ pub fn build_gateways(
                     Err(why) => unusable = Some(why.clone()),
                 }
             }
+            let class_rejected = snapshot
+                .gateway_classes
+                .get(&ObjectKey::cluster(gw.spec.gateway_class_name.as_str()))
+                .and_then(|c| crate::gateway_class::class_problem(c))
+                .map(|why| {
+                    format!(
+                        "GatewayClass {} is not accepted: {why}",
+                        gw.spec.gateway_class_name
+                    )
+                });
             let model = GatewayModel {
                 generation: gw.metadata.generation,
                 addresses,
                 unusable,
                 invalid_parameters: invalid_parameters(gw),
+                class_rejected,
                 listeners,
             };
             (key.clone(), model)
@@ -115,6 +131,12 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
         .filter(|l| l.accepted.is_ok())
         .count();
     let accepted = match &model.addresses {
+        _ if model.class_rejected.is_some() => Cond::new(
+            ConditionType::Accepted,
+            false,
+            Reason::Invalid,
+            model.class_rejected.clone().unwrap_or_default(),
+        ),
         _ if model.invalid_parameters.is_some() => Cond::new(
             ConditionType::Accepted,
             false,
@@ -142,7 +164,7 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
     };
     let any_served = model.listeners.iter().any(|l| model.listener_served(l));
     let programmed = match (&model.addresses, &model.unusable) {
-        _ if model.invalid_parameters.is_some() => Cond::new(
+        _ if model.invalid_parameters.is_some() || model.class_rejected.is_some() => Cond::new(
             ConditionType::Programmed,
             false,
             Reason::Invalid,

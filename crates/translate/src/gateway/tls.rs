@@ -6,6 +6,8 @@ use coxswain_api::gw::gateways::{
 };
 use coxswain_api::{GATEWAY_GROUP, ObjectKey, Secret, Snapshot};
 use coxswain_ir::{PrivateKeyPem, TlsCertificate};
+use rustls::InconsistentKeys;
+use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -105,6 +107,22 @@ fn field(secret: &Secret, name: &str) -> Option<Vec<u8>> {
     data.map(|b| b.0.clone()).or_else(string_data)
 }
 
+/// Would the proxy serve this pair? The key must be of a type it can sign
+/// with, and it must belong to the leaf certificate: a mismatch found only
+/// at handshake time would leave a Programmed listener that fails every
+/// connection.
+fn usable_pair(chain: Vec<CertificateDer<'static>>, key: &PrivateKeyDer<'_>) -> Result<(), String> {
+    let signer = rustls::crypto::ring::sign::any_supported_type(key)
+        .map_err(|e| format!("tls.key is not a supported private key: {e}"))?;
+    match CertifiedKey::new(chain, signer).keys_match() {
+        Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => Ok(()),
+        Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
+            Err("tls.key does not belong to the certificate in tls.crt".to_string())
+        }
+        Err(e) => Err(format!("tls.crt: {e}")),
+    }
+}
+
 fn certificate_from(secret: &Secret, key: &ObjectKey) -> Result<TlsCertificate, String> {
     let kind = secret.type_.as_deref().unwrap_or("Opaque");
     if kind != TLS_SECRET_TYPE {
@@ -118,8 +136,9 @@ fn certificate_from(secret: &Secret, key: &ObjectKey) -> Result<TlsCertificate, 
     if chain.is_empty() {
         return Err("tls.crt holds no PEM certificate".to_string());
     }
-    PrivateKeyDer::from_pem_slice(&private)
+    let private_key = PrivateKeyDer::from_pem_slice(&private)
         .map_err(|e| format!("tls.key holds no usable PEM private key: {e}"))?;
+    usable_pair(chain, &private_key)?;
     let cert_chain_pem = String::from_utf8(cert).map_err(|_| "tls.crt is not UTF-8 text")?;
     let key_pem = String::from_utf8(private).map_err(|_| "tls.key is not UTF-8 text")?;
     Ok(TlsCertificate {

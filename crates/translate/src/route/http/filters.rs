@@ -147,21 +147,54 @@ fn headers<'a>(
         .map(|(name, value)| {
             Ok(Header {
                 name: header_name(name)?,
-                value: value.clone(),
+                value: header_value(name, value)?,
             })
         })
         .collect()
 }
+
+/// Headers that frame the message or manage the connection: the proxy
+/// owns them on each hop, so a route may not set, add or remove them.
+const HOP_HEADERS: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+];
 
 fn header_name(name: &str) -> Result<String, String> {
     let valid = !name.is_empty()
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !valid {
+        return Err(format!("{name:?} is not a valid header name"));
+    }
+    let lower = name.to_ascii_lowercase();
+    if HOP_HEADERS.contains(&lower.as_str()) {
+        return Err(format!(
+            "header {name:?} frames the message or manages the connection; routes cannot modify it"
+        ));
+    }
+    Ok(lower)
+}
+
+/// A value the proxy can send as it is: no CR, LF or NUL (which would
+/// split or truncate the header), nor other control characters.
+fn header_value(name: &str, value: &str) -> Result<String, String> {
+    let valid = value
+        .bytes()
+        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80);
     if valid {
-        Ok(name.to_ascii_lowercase())
+        Ok(value.to_string())
     } else {
-        Err(format!("{name:?} is not a valid header name"))
+        Err(format!(
+            "the value of header {name:?} contains a control character (CR, LF, NUL, ...)"
+        ))
     }
 }
 
@@ -346,6 +379,18 @@ mod tests {
         let got = compile_rule_filters(Some(&[f("X-Foo")]), &[]).unwrap();
         assert!(matches!(&got[0], Filter::RequestHeaders(m) if m.set[0].name == "x-foo"));
         assert!(compile_rule_filters(Some(&[f("bad header")]), &[]).is_err());
+        assert!(compile_rule_filters(Some(&[f("Transfer-Encoding")]), &[]).is_err());
+        assert!(compile_rule_filters(Some(&[f("connection")]), &[]).is_err());
+    }
+
+    #[test]
+    fn header_values_with_control_characters_are_rejected() {
+        for bad in ["a\r\nb", "a\nb", "a\0b", "a\x7fb"] {
+            assert!(header_value("x", bad).is_err(), "{bad:?}");
+        }
+        for good in ["plain", "tab\tok", "ünïcödé", ""] {
+            assert!(header_value("x", good).is_ok(), "{good:?}");
+        }
     }
 
     #[test]
