@@ -30,5 +30,8 @@ cargo test --workspace --locked 2>&1 | tee "$target/test-output.log"
 passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' "$target/test-output.log" | awk '{s+=$4} END {print s+0}')
 echo "workspace: ${passed} passed, 0 failed"
 
+echo "== h2spec --strict against an h2c and an HTTPS listener"
+scripts/h2spec.sh
+
 echo "== Gateway API conformance, every claimed profile and feature (debug binaries from the test build)"
 COXSWAIN_CONFORMANCE_CARGO_PROFILE=dev scripts/conformance.sh

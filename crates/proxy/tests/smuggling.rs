@@ -12,7 +12,8 @@ use common::*;
 struct Case {
     name: &'static str,
     bytes: &'static str,
-    /// Status codes acceptable as the first (or only) response.
+    /// Status codes acceptable as the first (or only) response; 0 means the
+    /// connection was closed without one.
     statuses: &'static [u16],
     /// Most backend requests this may cause (0: refused before routing).
     max_backend_requests: usize,
@@ -128,7 +129,8 @@ const CORPUS: &[Case] = &[
     Case {
         name: "request line with spaces in the target",
         bytes: "GET /a b HTTP/1.1\r\nHost: h.test\r\nConnection: close\r\n\r\n",
-        statuses: &[400],
+        // Not a request line: closed without a response (status 0).
+        statuses: &[0, 400],
         max_backend_requests: 0,
         max_responses: 1,
     },

@@ -42,6 +42,17 @@ pub fn builder(limits: &HttpLimits) -> auto::Builder<TokioExecutor> {
     builder
 }
 
+/// Which HTTP versions a connection may speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Versions {
+    /// HTTP/1.1 or HTTP/2 with prior knowledge, told apart by the preface.
+    Either,
+    /// ALPN said `h2`: HTTP/2 only, so anything else fails the preface.
+    Http2,
+    /// ALPN said `http/1.1`.
+    Http1,
+}
+
 /// Requests in flight on one connection, and when one last started or ended.
 struct Activity {
     start: Instant,
@@ -70,6 +81,7 @@ pub async fn serve_connection<I>(
     io: I,
     (shared, table): (Arc<Shared>, SharedTable),
     info: ConnInfo,
+    versions: Versions,
     mut drain: watch::Receiver<bool>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -82,7 +94,11 @@ pub async fn serve_connection<I>(
     });
     let idle = shared.limits.idle_timeout;
     let max_requests = shared.limits.max_requests_per_connection;
-    let builder = shared.http.clone();
+    let builder = match versions {
+        Versions::Either => shared.http.clone(),
+        Versions::Http2 => shared.http.clone().http2_only(),
+        Versions::Http1 => shared.http.clone().http1_only(),
+    };
     let metrics = shared.metrics.clone();
     let tracked = activity.clone();
     let service = service_fn(move |req| {

@@ -14,10 +14,11 @@ use tokio::time::{Instant, timeout_at};
 
 use super::SocketPlan;
 use super::client_hello::read_client_hello;
+use super::preface::plausible_start;
 use super::rewind::Rewind;
 use super::tls::{TlsAction, TlsSocket};
 use crate::handler::{ConnInfo, Shared, SharedTable};
-use crate::http::server::serve_connection;
+use crate::http::server::{Versions, serve_connection};
 use crate::l4::tcp::{TcpTimeouts, proxy_connection};
 
 /// A socket's plan, swapped atomically with its routing table.
@@ -136,8 +137,23 @@ async fn accept_loop(
                     };
                     match &*plan {
                         SocketPlan::Http => {
-                            serve_connection(stream, (state.shared, state.table), info, watcher)
-                                .await;
+                            let mut stream = stream;
+                            let mut first = BytesMut::new();
+                            // Before its first request a connection is both
+                            // idle and waiting for a head: the shorter limit.
+                            let limits = &state.shared.limits;
+                            let wait = limits.header_read_timeout.min(limits.idle_timeout);
+                            let deadline = Instant::now() + wait;
+                            let judged = plausible_start(&mut stream, &mut first);
+                            match timeout_at(deadline, judged).await {
+                                Ok(true) => {
+                                    let io = Rewind::new(first.freeze(), stream);
+                                    let shared = (state.shared, state.table);
+                                    serve_connection(io, shared, info, Versions::Either, watcher).await;
+                                }
+                                Ok(false) => tracing::debug!(%client, "not HTTP; closing"),
+                                Err(_) => tracing::debug!(%client, "no request line in time"),
+                            }
                         }
                         SocketPlan::Tls(tls) => tls_connection(stream, tls, state, info, watcher).await,
                         SocketPlan::Tcp(table) => {
@@ -189,7 +205,13 @@ async fn tls_connection(
                         sni_listener: Some(listener.index),
                         ..info
                     };
-                    serve_connection(tls_stream, (state.shared, state.table), info, watcher).await;
+                    let versions = match tls_stream.get_ref().1.alpn_protocol() {
+                        Some(b"h2") => Versions::Http2,
+                        Some(b"http/1.1") => Versions::Http1,
+                        _ => Versions::Either,
+                    };
+                    let shared = (state.shared, state.table);
+                    serve_connection(tls_stream, shared, info, versions, watcher).await;
                 }
                 Ok(Err(e)) => tracing::debug!(%client, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%client, "TLS handshake timed out"),

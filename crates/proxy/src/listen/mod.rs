@@ -4,6 +4,7 @@
 
 mod accept;
 pub mod client_hello;
+mod preface;
 mod rewind;
 pub mod tls;
 
