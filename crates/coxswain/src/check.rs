@@ -3,7 +3,8 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::ExitCode;
 
-use coxswain_api::Object;
+use coxswain_api::{Kind, Object};
+use coxswain_ir::REDACTED_KEY;
 use coxswain_provider_file::load_dir;
 use coxswain_translate::{Options, Output, translate};
 
@@ -72,10 +73,26 @@ fn print_summary(objects: &[Object], output: &Output) {
     println!("{} object(s), {problems} with problems", objects.len());
 }
 
+/// A Secret's values never leave the process: every `data` and
+/// `stringData` entry is printed as a marker (the keys stay, so the shape
+/// can still be checked).
+fn redact_secret(secret: &mut serde_json::Value) {
+    for field in ["data", "stringData"] {
+        if let Some(map) = secret.get_mut(field).and_then(|d| d.as_object_mut()) {
+            for value in map.values_mut() {
+                *value = serde_json::Value::String(REDACTED_KEY.to_string());
+            }
+        }
+    }
+}
+
 fn print_list(objects: &[Object], output: &Output, format: OutputFormat) -> anyhow::Result<()> {
     let mut items = Vec::with_capacity(objects.len());
     for object in objects {
         let mut value = object.to_json()?;
+        if object.kind() == Kind::Secret {
+            redact_secret(&mut value);
+        }
         if let (Some(status), Some(map)) = (
             output.statuses.status_json(object.kind(), &object.key()),
             value.as_object_mut(),

@@ -112,3 +112,29 @@ fn json_output_is_a_list_with_statuses() {
         "{stdout}"
     );
 }
+
+#[test]
+fn secrets_are_printed_without_their_values() {
+    let dir = TempDir::new("check-secret");
+    dir.write(
+        "secret.yaml",
+        "apiVersion: v1
+kind: Secret
+metadata:
+  name: cert
+type: kubernetes.io/tls
+stringData:
+  tls.crt: PRIVATE-CERT-TEXT
+  tls.key: PRIVATE-KEY-TEXT
+data:
+  extra: U0VDUkVULURBVEE=
+",
+    );
+    for format in ["json", "yaml"] {
+        let (_, stdout, _) = check(&dir, &["-o", format]);
+        for secret in ["PRIVATE-KEY-TEXT", "PRIVATE-CERT-TEXT", "U0VDUkVULURBVEE="] {
+            assert!(!stdout.contains(secret), "{format} output leaks {secret}: {stdout}");
+        }
+        assert!(stdout.contains("tls.key"), "the keys are still listed: {stdout}");
+    }
+}
