@@ -123,7 +123,9 @@ async fn backend_errors_map_to_status_codes() {
     );
 }
 
-#[tokio::test]
+/// Paused clock: the 100 ms limits are virtual, so a slow debug build on a
+/// busy machine cannot turn the fast requests into timeouts.
+#[tokio::test(start_paused = true)]
 async fn backend_and_request_timeouts_answer_504() {
     let backend = echo_backend("slow").await;
     let port = free_port();

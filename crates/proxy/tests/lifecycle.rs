@@ -162,7 +162,9 @@ async fn metrics_count_requests_and_applies() {
     assert_eq!(proxy.config().sockets[0].port, port);
 }
 
-#[tokio::test]
+/// Paused clock: shutdown must wait out the in-flight request (its 300 ms
+/// pass in virtual time), so it cannot pass without draining.
+#[tokio::test(start_paused = true)]
 async fn shutdown_drains_in_flight_requests() {
     let backend = echo_backend("b").await;
     let port = free_port();
@@ -177,7 +179,12 @@ async fn shutdown_drains_in_flight_requests() {
         async move { hits.load(Ordering::SeqCst) == 1 }
     })
     .await;
+    let started = tokio::time::Instant::now();
     proxy.shutdown().await;
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(250),
+        "shutdown returned before the in-flight request finished"
+    );
     assert_eq!(in_flight.await.unwrap().status, StatusCode::OK);
     assert!(refuses(port).await);
 }

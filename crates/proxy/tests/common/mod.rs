@@ -111,10 +111,26 @@ pub async fn echo_backend(name: &str) -> EchoBackend {
     EchoBackend { addr, hits }
 }
 
-/// A loopback port nobody listens on right now.
+/// A loopback port for a listener a test is about to configure. Ports come
+/// from below the kernel's ephemeral range, so no client socket or port-0
+/// bind can take one between this call and the bind that uses it; each is
+/// handed out once per process, so parallel tests never race for one; and
+/// where the block starts depends on the process id, so test binaries
+/// running at the same time rarely share a block. Free for TCP and UDP.
 pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind((LOCALHOST, 0)).unwrap();
-    l.local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    const BLOCK: u16 = 400;
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 20_000 + (std::process::id() % 25) as u16 * BLOCK;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        assert!(n < BLOCK, "this test binary used all {BLOCK} of its ports");
+        let port = base + n;
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
+        if tcp && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 pub fn cluster(name: &str, endpoints: &[SocketAddr]) -> Cluster {
