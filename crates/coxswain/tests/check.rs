@@ -133,8 +133,14 @@ data:
     for format in ["json", "yaml"] {
         let (_, stdout, _) = check(&dir, &["-o", format]);
         for secret in ["PRIVATE-KEY-TEXT", "PRIVATE-CERT-TEXT", "U0VDUkVULURBVEE="] {
-            assert!(!stdout.contains(secret), "{format} output leaks {secret}: {stdout}");
+            assert!(
+                !stdout.contains(secret),
+                "{format} output leaks {secret}: {stdout}"
+            );
         }
-        assert!(stdout.contains("tls.key"), "the keys are still listed: {stdout}");
+        assert!(
+            stdout.contains("tls.key"),
+            "the keys are still listed: {stdout}"
+        );
     }
 }
