@@ -34,7 +34,10 @@ pub use cluster::{Cluster, Endpoint, UpstreamProtocol};
 pub use feedback::UnboundSocket;
 pub use filter::{Filter, Header, HeaderModifier, PathModifier, Redirect, Rewrite};
 pub use hostname::{Hostname, HostnameError};
-pub use listener::{Listener, Serve, Socket, TlsTermination, Transport};
+pub use listener::{
+    CaBundle, ClientValidation, ClientValidationMode, Listener, Serve, Socket, TlsTermination,
+    Transport,
+};
 pub use precedence::{HostSpecificity, MatchSpecificity};
 pub use route::{
     BackendTarget, HeaderMatch, L4Route, PathMatch, QueryMatch, Route, RouteId, RouteKind,

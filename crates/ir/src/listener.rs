@@ -84,4 +84,33 @@ pub enum Serve {
 pub struct TlsTermination {
     /// Presented when the client's SNI matches the listener's hostname.
     pub certificates: Vec<TlsCertificate>,
+    /// Client certificates are asked for and verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_validation: Option<ClientValidation>,
+}
+
+/// Frontend (client) certificate validation of a TLS listener.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientValidation {
+    /// Trust anchors; never empty.
+    pub ca_bundles: Vec<CaBundle>,
+    pub mode: ClientValidationMode,
+}
+
+/// PEM CA certificates from one object. Shared, so a bundle many listeners
+/// use is held once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaBundle {
+    /// `Kind namespace/name` it came from (for logs and `/config`).
+    pub source: String,
+    pub pem: Arc<str>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientValidationMode {
+    /// A valid client certificate is required to complete the handshake.
+    AllowValidOnly,
+    /// A certificate is asked for, but a missing or invalid one is let in
+    /// (the spec's AllowInsecureFallback).
+    AllowInsecureFallback,
 }

@@ -51,6 +51,7 @@ fn https_socket(
                 let mut l = gateway_listener(hostname.unwrap_or("https"), hostname, routes);
                 l.tls = Some(TlsTermination {
                     certificates: vec![cert.ir.clone()],
+                    client_validation: None,
                 });
                 l
             })

@@ -73,6 +73,7 @@ fn listener(name: &str, hostname: Option<&str>, tls: Option<&TestCert>, serve: S
         hostname: hostname.map(host),
         tls: tls.map(|c| TlsTermination {
             certificates: vec![c.ir.clone()],
+            client_validation: None,
         }),
         serve,
     }

@@ -12,6 +12,7 @@ pub enum ConditionType {
     Conflicted,
     SupportedVersion,
     PartiallyInvalid,
+    InsecureFrontendValidationMode,
 }
 
 /// Every reason the translator writes (GatewayClass, Gateway, listener and
@@ -42,6 +43,11 @@ pub enum Reason {
     RefNotPermitted,
     InvalidKind,
     InvalidCertificateRef,
+    InvalidCACertificateRef,
+    InvalidCACertificateKind,
+    NoValidCACertificate,
+    ConfigurationChanged,
+    InvalidClientCertificateRef,
 }
 
 impl ConditionType {
@@ -53,6 +59,7 @@ impl ConditionType {
             ConditionType::Conflicted => "Conflicted",
             ConditionType::SupportedVersion => "SupportedVersion",
             ConditionType::PartiallyInvalid => "PartiallyInvalid",
+            ConditionType::InsecureFrontendValidationMode => "InsecureFrontendValidationMode",
         }
     }
 }
@@ -84,6 +91,11 @@ impl Reason {
             Reason::RefNotPermitted => "RefNotPermitted",
             Reason::InvalidKind => "InvalidKind",
             Reason::InvalidCertificateRef => "InvalidCertificateRef",
+            Reason::InvalidCACertificateRef => "InvalidCACertificateRef",
+            Reason::InvalidCACertificateKind => "InvalidCACertificateKind",
+            Reason::NoValidCACertificate => "NoValidCACertificate",
+            Reason::ConfigurationChanged => "ConfigurationChanged",
+            Reason::InvalidClientCertificateRef => "InvalidClientCertificateRef",
         }
     }
 }

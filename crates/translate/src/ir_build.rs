@@ -34,6 +34,7 @@ pub fn build_config(
             let tls = match &l.tls {
                 Some(Ok(certificates)) => Some(TlsTermination {
                     certificates: certificates.clone(),
+                    client_validation: l.frontend.as_ref().and_then(|f| f.validation.clone()),
                 }),
                 _ => None,
             };

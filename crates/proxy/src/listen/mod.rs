@@ -3,6 +3,7 @@
 //! One accept loop per socket; stopping one drains only its connections.
 
 mod accept;
+mod client_auth;
 pub mod client_hello;
 mod preface;
 mod rewind;

@@ -7,8 +7,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use coxswain_ir::{Hostname, Listener, Serve, Socket, TlsCertificate};
+use coxswain_ir::{Hostname, Listener, Serve, Socket, TlsCertificate, TlsTermination};
 
+use super::client_auth;
 use crate::l4::L4Table;
 use crate::l4::metrics::L4Registry;
 use crate::route::ClusterSet;
@@ -77,7 +78,7 @@ fn action(listener: &Listener, clusters: &ClusterSet, registry: &L4Registry) -> 
     let table = |routes| Arc::new(L4Table::compile(routes, clusters, registry));
     let config = |alpn: &[&[u8]]| {
         let tls = listener.tls.as_ref()?;
-        server_config(&listener.name, &tls.certificates, alpn)
+        server_config(&listener.name, tls, alpn)
     };
     match &listener.serve {
         Serve::TlsPassthrough(routes) => TlsAction::Passthrough(table(routes)),
@@ -126,27 +127,40 @@ fn certified_key(cert: &TlsCertificate) -> Result<CertifiedKey, String> {
 /// `None` when none is usable (the listener then refuses connections).
 fn server_config(
     listener: &str,
-    certificates: &[TlsCertificate],
+    tls: &TlsTermination,
     alpn: &[&[u8]],
 ) -> Option<Arc<ServerConfig>> {
-    let key = certificates.iter().find_map(|c| match certified_key(c) {
-        Ok(key) => Some(key),
-        Err(e) => {
-            tracing::warn!(secret = %c.source, %listener, error = %e, "unusable certificate");
-            None
-        }
-    })?;
+    let key = tls
+        .certificates
+        .iter()
+        .find_map(|c| match certified_key(c) {
+            Ok(key) => Some(key),
+            Err(e) => {
+                tracing::warn!(secret = %c.source, %listener, error = %e, "unusable certificate");
+                None
+            }
+        })?;
     let builder = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
         .with_safe_default_protocol_versions();
-    let mut config = match builder {
-        Ok(b) => b
-            .with_no_client_auth()
-            .with_cert_resolver(Arc::new(OneCertificate(Arc::new(key)))),
+    let builder = match builder {
+        Ok(b) => b,
         Err(e) => {
             tracing::error!(%listener, error = %e, "TLS config");
             return None;
         }
     };
+    let builder = match &tls.client_validation {
+        None => builder.with_no_client_auth(),
+        Some(validation) => match client_auth::verifier(validation) {
+            Ok(verifier) => builder.with_client_cert_verifier(verifier),
+            Err(e) => {
+                // Never serve without the validation that was asked for.
+                tracing::error!(%listener, error = %e, "client certificate validation; refusing connections");
+                return None;
+            }
+        },
+    };
+    let mut config = builder.with_cert_resolver(Arc::new(OneCertificate(Arc::new(key))));
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Some(Arc::new(config))
 }

@@ -1,39 +1,221 @@
 //! `Gateway.spec.tls.frontend`: client-certificate validation on HTTPS
-//! listeners. `default` covers every HTTPS listener; a `perPort` entry
-//! replaces it for the listeners on that port.
+//! listeners. `default` covers every HTTPS listener whose port has no
+//! `perPort` entry; a `perPort` entry covers the HTTPS listeners on its port.
+//! CA certificates come from ConfigMaps (core) or Secrets (an extension),
+//! key `ca.crt`, across namespaces only with a ReferenceGrant.
 
-use coxswain_api::Gateway;
+use std::sync::Arc;
+
+use coxswain_api::gw::gateways::{
+    GatewayTlsFrontendDefaultValidationMode, GatewayTlsFrontendPerPortTlsValidationMode,
+};
+use coxswain_api::{ConfigMap, GATEWAY_GROUP, Gateway, ObjectKey, Secret, Snapshot};
+use coxswain_ir::{CaBundle, ClientValidation, ClientValidationMode};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
 
 use crate::conditions::Reason;
 use crate::gateway::listeners::ListenerModel;
+use crate::reference_grant::{From, To, is_permitted};
 
-/// Does client-certificate validation apply to this HTTPS listener?
-fn validation_applies(gw: &Gateway, listener: &ListenerModel) -> bool {
-    let Some(frontend) = gw.spec.tls.as_ref().and_then(|t| t.frontend.as_ref()) else {
-        return false;
-    };
+/// What the validation settings of one listener resolved to.
+#[derive(Clone, Debug, Default)]
+pub struct FrontendOutcome {
+    /// The usable CAs, if any; `None` also when no validation applies.
+    pub validation: Option<ClientValidation>,
+    /// The first unusable reference (ResolvedRefs=False).
+    pub problem: Option<(Reason, String)>,
+    /// Validation applies but no CA is usable (Accepted=False
+    /// NoValidCACertificate: the listener must not serve).
+    pub no_valid_ca: bool,
+}
+
+/// One CA reference, whatever field it came from.
+struct CaRef<'a> {
+    group: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    namespace: Option<&'a str>,
+}
+
+/// The validation settings that cover a listener on `port`, if any:
+/// (CA references, mode).
+fn settings(gw: &Gateway, port: u16) -> Option<(Vec<CaRef<'_>>, ClientValidationMode)> {
+    let frontend = gw.spec.tls.as_ref()?.frontend.as_ref()?;
     let per_port = frontend
         .per_port
         .iter()
         .flatten()
-        .find(|p| p.port == i32::from(listener.port));
-    match per_port {
-        Some(p) => p.tls.validation.is_some(),
-        None => frontend.default.validation.is_some(),
+        .find(|p| p.port == i32::from(port));
+    if let Some(p) = per_port {
+        let v = p.tls.validation.as_ref()?;
+        let mode = match v.mode {
+            Some(GatewayTlsFrontendPerPortTlsValidationMode::AllowInsecureFallback) => {
+                ClientValidationMode::AllowInsecureFallback
+            }
+            _ => ClientValidationMode::AllowValidOnly,
+        };
+        let refs = v.ca_certificate_refs.iter().map(|r| CaRef {
+            group: &r.group,
+            kind: &r.kind,
+            name: &r.name,
+            namespace: r.namespace.as_deref(),
+        });
+        return Some((refs.collect(), mode));
+    }
+    let v = frontend.default.validation.as_ref()?;
+    let mode = match v.mode {
+        Some(GatewayTlsFrontendDefaultValidationMode::AllowInsecureFallback) => {
+            ClientValidationMode::AllowInsecureFallback
+        }
+        _ => ClientValidationMode::AllowValidOnly,
+    };
+    let refs = v.ca_certificate_refs.iter().map(|r| CaRef {
+        group: &r.group,
+        kind: &r.kind,
+        name: &r.name,
+        namespace: r.namespace.as_deref(),
+    });
+    Some((refs.collect(), mode))
+}
+
+/// Does any validation setting of the Gateway let invalid clients in?
+pub fn insecure_fallback(gw: &Gateway) -> bool {
+    let Some(frontend) = gw.spec.tls.as_ref().and_then(|t| t.frontend.as_ref()) else {
+        return false;
+    };
+    let default = frontend.default.validation.as_ref().is_some_and(|v| {
+        v.mode == Some(GatewayTlsFrontendDefaultValidationMode::AllowInsecureFallback)
+    });
+    let per_port = frontend.per_port.iter().flatten().any(|p| {
+        p.tls.validation.as_ref().is_some_and(|v| {
+            v.mode == Some(GatewayTlsFrontendPerPortTlsValidationMode::AllowInsecureFallback)
+        })
+    });
+    default || per_port
+}
+
+/// Resolves client validation for every HTTPS listener of `gw`.
+pub fn resolve_all(
+    snapshot: &Snapshot,
+    gw: &Gateway,
+    gateway_ns: &str,
+    listeners: &mut [ListenerModel],
+) {
+    for l in listeners.iter_mut().filter(|l| l.is_https()) {
+        let Some((refs, mode)) = settings(gw, l.port) else {
+            continue;
+        };
+        let mut outcome = FrontendOutcome::default();
+        let mut bundles = Vec::new();
+        for r in &refs {
+            match resolve_one(snapshot, gateway_ns, r) {
+                Ok(bundle) => bundles.push(bundle),
+                Err(problem) => {
+                    outcome.problem.get_or_insert(problem);
+                }
+            }
+        }
+        if bundles.is_empty() {
+            outcome.no_valid_ca = true;
+        } else {
+            outcome.validation = Some(ClientValidation {
+                ca_bundles: bundles,
+                mode,
+            });
+        }
+        l.frontend = Some(outcome);
     }
 }
 
-/// Client certificates are not verified yet, so a listener asked to verify
-/// them must not serve: it would let every client in while looking secure.
-pub fn refuse_unenforced(gw: &Gateway, listeners: &mut [ListenerModel]) {
-    for l in listeners.iter_mut().filter(|l| l.is_https()) {
-        if l.accepted.is_ok() && validation_applies(gw, l) {
-            l.accepted = Err((
-                Reason::UnsupportedValue,
-                "spec.tls.frontend client certificate validation is not supported yet; \
-                 the listener does not serve rather than accept unverified clients"
-                    .to_string(),
+fn invalid(message: String) -> (Reason, String) {
+    (Reason::InvalidCACertificateRef, message)
+}
+
+fn resolve_one(
+    snapshot: &Snapshot,
+    gateway_ns: &str,
+    r: &CaRef<'_>,
+) -> Result<CaBundle, (Reason, String)> {
+    let kind = match (r.group, r.kind) {
+        ("", "ConfigMap") => "ConfigMap",
+        ("", "Secret") => "Secret",
+        (group, kind) => {
+            return Err((
+                Reason::InvalidCACertificateKind,
+                format!(
+                    "caCertificateRef {group}/{kind} {:?}: only core ConfigMaps and Secrets hold CA certificates",
+                    r.name
+                ),
             ));
         }
+    };
+    let namespace = r.namespace.unwrap_or(gateway_ns);
+    let from = From {
+        group: GATEWAY_GROUP,
+        kind: "Gateway",
+        namespace: gateway_ns,
+    };
+    let to = To {
+        group: "",
+        kind,
+        namespace,
+        name: r.name,
+    };
+    if !is_permitted(&snapshot.reference_grants, from, to) {
+        return Err((
+            Reason::RefNotPermitted,
+            format!(
+                "no ReferenceGrant in {namespace} allows this Gateway to use {kind} {:?}",
+                r.name
+            ),
+        ));
     }
+    let key = ObjectKey::new(namespace, r.name);
+    let pem = match kind {
+        "ConfigMap" => snapshot.config_maps.get(&key).map(|c| config_map_ca(c)),
+        _ => snapshot.secrets.get(&key).map(|s| secret_ca(s)),
+    };
+    let Some(pem) = pem else {
+        return Err(invalid(format!("{kind} {key} not found")));
+    };
+    let pem = pem.ok_or_else(|| invalid(format!("{kind} {key} has no ca.crt")))?;
+    let certs: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| invalid(format!("{kind} {key}: ca.crt is not valid PEM: {e}")))?;
+    if certs.is_empty() {
+        return Err(invalid(format!(
+            "{kind} {key}: ca.crt holds no certificate"
+        )));
+    }
+    Ok(CaBundle {
+        source: format!("{kind} {key}"),
+        pem: Arc::from(pem.as_str()),
+    })
+}
+
+fn config_map_ca(c: &ConfigMap) -> Option<String> {
+    let text = c.data.as_ref().and_then(|d| d.get("ca.crt")).cloned();
+    let binary = || {
+        c.binary_data
+            .as_ref()
+            .and_then(|d| d.get("ca.crt"))
+            .and_then(|b| String::from_utf8(b.0.clone()).ok())
+    };
+    text.or_else(binary)
+}
+
+fn secret_ca(s: &Secret) -> Option<String> {
+    let data = s
+        .data
+        .as_ref()
+        .and_then(|d| d.get("ca.crt"))
+        .and_then(|b| String::from_utf8(b.0.clone()).ok());
+    let string_data = || {
+        s.string_data
+            .as_ref()
+            .and_then(|d| d.get("ca.crt"))
+            .cloned()
+    };
+    data.or_else(string_data)
 }

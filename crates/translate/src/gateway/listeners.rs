@@ -7,6 +7,7 @@ use coxswain_api::{GATEWAY_GROUP, Snapshot};
 use coxswain_ir::{Hostname, RouteKind};
 
 use crate::conditions::Reason;
+use crate::gateway::frontend_tls::FrontendOutcome;
 use crate::gateway::tls::{self, TlsOutcome};
 use crate::selector::LabelSelector;
 
@@ -91,6 +92,8 @@ pub struct ListenerModel {
     /// unusable (ResolvedRefs=False; the listener still takes routes but is
     /// not served).
     pub tls: Option<TlsOutcome>,
+    /// HTTPS listeners covered by `spec.tls.frontend`: client validation.
+    pub frontend: Option<FrontendOutcome>,
 }
 
 impl ListenerModel {
@@ -188,6 +191,7 @@ pub fn build_listener(
         tls: protocol
             .filter(|p| p.terminates_tls())
             .map(|_| tls::resolve(snapshot, gateway_ns, spec)),
+        frontend: None,
     }
 }
 

@@ -33,6 +33,8 @@ pub struct GatewayModel {
     pub invalid_parameters: Option<String>,
     /// Set when the Gateway's class is ours but not accepted.
     pub class_rejected: Option<String>,
+    /// Some client validation lets invalid clients in (AllowInsecureFallback).
+    pub insecure_fallback: bool,
     pub listeners: Vec<ListenerModel>,
 }
 
@@ -85,7 +87,15 @@ pub fn build_gateways(
                 .map(|l| listeners::build_listener(snapshot, &key.namespace, l))
                 .collect();
             conflicts::mark_conflicts(&mut listeners);
-            frontend_tls::refuse_unenforced(gw, &mut listeners);
+            frontend_tls::resolve_all(snapshot, gw, &key.namespace, &mut listeners);
+            for l in &mut listeners {
+                if l.accepted.is_ok() && l.frontend.as_ref().is_some_and(|f| f.no_valid_ca) {
+                    l.accepted = Err((
+                        Reason::NoValidCACertificate,
+                        "client certificate validation has no usable CA certificate; the listener does not serve".to_string(),
+                    ));
+                }
+            }
             let mut addresses =
                 addresses::bind_addresses(gw.spec.addresses.as_deref(), options.default_address);
             let mut unusable = None;
@@ -112,6 +122,7 @@ pub fn build_gateways(
                 unusable,
                 invalid_parameters: invalid_parameters(gw),
                 class_rejected,
+                insecure_fallback: frontend_tls::insecure_fallback(gw),
                 listeners,
             };
             (key.clone(), model)
@@ -211,10 +222,19 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
         ),
         _ => None,
     };
+    let mut conditions = vec![accepted, programmed];
+    if model.insecure_fallback {
+        conditions.push(Cond::new(
+            ConditionType::InsecureFrontendValidationMode,
+            true,
+            Reason::ConfigurationChanged,
+            "client certificate validation lets clients without a valid certificate in (AllowInsecureFallback)",
+        ));
+    }
     GatewayStatus {
         addresses,
         attached_listener_sets: None,
-        conditions: Some(stamp.all(vec![accepted, programmed])),
+        conditions: Some(stamp.all(conditions)),
         listeners: Some(listeners),
     }
 }
@@ -233,9 +253,16 @@ fn listener_status(
         ),
         Err((reason, msg)) => Cond::new(ConditionType::Accepted, false, *reason, msg.clone()),
     };
+    let ca_problem = l.frontend.as_ref().and_then(|f| f.problem.as_ref());
     let resolved = match (&l.tls, &l.invalid_kinds) {
         (Some(Err((reason, msg))), _) => {
             Cond::new(ConditionType::ResolvedRefs, false, *reason, msg.clone())
+        }
+        _ if ca_problem.is_some() => {
+            let (reason, msg) = ca_problem
+                .cloned()
+                .unwrap_or((Reason::InvalidCACertificateRef, String::new()));
+            Cond::new(ConditionType::ResolvedRefs, false, reason, msg)
         }
         (_, None) => Cond::new(
             ConditionType::ResolvedRefs,

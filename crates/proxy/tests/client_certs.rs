@@ -1,0 +1,215 @@
+//! Frontend client-certificate validation: a listener that validates
+//! refuses the handshake without a certificate from its CA; in
+//! AllowInsecureFallback it asks but lets everyone in; a CA swap applies to
+//! new connections.
+
+mod common;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use common::*;
+use coxswain_ir::{
+    CaBundle, ClientValidation, ClientValidationMode, PrivateKeyPem, TlsCertificate, TlsTermination,
+};
+use http::{Request, StatusCode};
+use http_body_util::Full;
+use hyper_util::rt::TokioIo;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::net::TcpStream;
+
+struct Ca {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Ca {
+    fn new(name: &str) -> Ca {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        Ca { issuer }
+    }
+
+    fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// A client certificate (ClientAuth usage) and its key.
+    fn client(&self) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (
+            cert.der().clone(),
+            PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+        )
+    }
+}
+
+fn server_cert() -> (TlsCertificate, CertificateDer<'static>) {
+    let generated = rcgen::generate_simple_self_signed(vec!["m.test".to_string()]).unwrap();
+    (
+        TlsCertificate {
+            source: "ns/server".into(),
+            cert_chain_pem: generated.cert.pem(),
+            key_pem: PrivateKeyPem(generated.signing_key.serialize_pem().into()),
+        },
+        generated.cert.der().clone(),
+    )
+}
+
+fn mtls_config(
+    port: u16,
+    server: &TlsCertificate,
+    ca: &Ca,
+    mode: ClientValidationMode,
+    backend: std::net::SocketAddr,
+) -> Arc<coxswain_ir::Config> {
+    let mut listener = gateway_listener(
+        "https",
+        None,
+        vec![route("m", &[], vec![prefix("/")], vec![to("echo", 1)])],
+    );
+    listener.tls = Some(TlsTermination {
+        certificates: vec![server.clone()],
+        client_validation: Some(ClientValidation {
+            ca_bundles: vec![CaBundle {
+                source: "ConfigMap ns/client-ca".into(),
+                pem: ca.pem().into(),
+            }],
+            mode,
+        }),
+    });
+    config(
+        vec![socket(port, vec![listener])],
+        vec![cluster("echo", &[backend])],
+    )
+}
+
+/// A TLS connection presenting `client` (if any), then one GET.
+async fn request_with(
+    port: u16,
+    server_der: &CertificateDer<'static>,
+    client: Option<(CertificateDer<'static>, PrivateKeyDer<'static>)>,
+) -> Result<StatusCode, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(server_der.clone()).unwrap();
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots);
+    let config = match client {
+        Some((cert, key)) => builder.with_client_auth_cert(vec![cert], key).unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    let tcp = TcpStream::connect((LOCALHOST, port)).await.unwrap();
+    let name = ServerName::try_from("m.test").unwrap();
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let req = Request::get("/")
+        .header("host", "m.test")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    // TLS 1.3: a refused client certificate surfaces on the first read.
+    sender
+        .send_request(req)
+        .await
+        .map(|r| r.status())
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn allow_valid_only_requires_a_certificate_from_the_ca() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let (server, server_der) = server_cert();
+    let ca = Ca::new("client-ca");
+    let other = Ca::new("other-ca");
+    let cfg = mtls_config(
+        port,
+        &server,
+        &ca,
+        ClientValidationMode::AllowValidOnly,
+        backend.addr,
+    );
+    let (_proxy, _) = start_proxy(cfg).await;
+    assert_eq!(
+        request_with(port, &server_der, Some(ca.client())).await,
+        Ok(StatusCode::OK)
+    );
+    assert!(
+        request_with(port, &server_der, None).await.is_err(),
+        "no certificate"
+    );
+    assert!(
+        request_with(port, &server_der, Some(other.client()))
+            .await
+            .is_err(),
+        "a certificate from another CA"
+    );
+    assert_eq!(backend.hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn insecure_fallback_asks_but_lets_everyone_in() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let (server, server_der) = server_cert();
+    let ca = Ca::new("client-ca");
+    let other = Ca::new("other-ca");
+    let cfg = mtls_config(
+        port,
+        &server,
+        &ca,
+        ClientValidationMode::AllowInsecureFallback,
+        backend.addr,
+    );
+    let (_proxy, _) = start_proxy(cfg).await;
+    for client in [Some(ca.client()), Some(other.client()), None] {
+        assert_eq!(
+            request_with(port, &server_der, client).await,
+            Ok(StatusCode::OK)
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_new_ca_applies_to_new_connections() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let (server, server_der) = server_cert();
+    let (first, second) = (Ca::new("first"), Ca::new("second"));
+    let mode = ClientValidationMode::AllowValidOnly;
+    let (proxy, _) = start_proxy(mtls_config(port, &server, &first, mode, backend.addr)).await;
+    assert_eq!(
+        request_with(port, &server_der, Some(first.client())).await,
+        Ok(StatusCode::OK)
+    );
+    proxy
+        .apply(mtls_config(port, &server, &second, mode, backend.addr))
+        .await;
+    assert_eq!(
+        request_with(port, &server_der, Some(second.client())).await,
+        Ok(StatusCode::OK)
+    );
+    assert!(
+        request_with(port, &server_der, Some(first.client()))
+            .await
+            .is_err()
+    );
+}
