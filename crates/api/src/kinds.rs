@@ -219,6 +219,10 @@ kinds! {
         field: udp_routes, kind: "UDPRoute", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1alpha2"], cluster_scoped: false, route_input: false,
     }
+    BackendTlsPolicy: crate::BackendTlsPolicy {
+        field: backend_tls_policies, kind: "BackendTLSPolicy", group: "gateway.networking.k8s.io",
+        versions: ["v1", "v1alpha3"], cluster_scoped: false, route_input: false,
+    }
     ReferenceGrant: crate::ReferenceGrant {
         field: reference_grants, kind: "ReferenceGrant", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1beta1"], cluster_scoped: false, route_input: true,

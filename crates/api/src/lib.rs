@@ -30,6 +30,8 @@ pub use k8s_openapi;
 /// sessionPersistence, CORS, ...) is dropped while parsing.
 pub use gateway_api::apis::experimental as gw;
 
+/// BackendTLSPolicy is v1 (standard channel); the experimental module has none.
+pub use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
 pub use gw::gatewayclasses::GatewayClass;
 pub use gw::gateways::Gateway;
 pub use gw::httproutes::HttpRoute;

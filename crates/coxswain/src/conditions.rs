@@ -55,19 +55,24 @@ pub fn conditions(status: &Value) -> Vec<Found> {
         let name = str_at(listener, &["name"]);
         collect(listener, format!("listener {name}"), &mut found);
     }
-    for parent in array(status, "parents") {
-        let namespace = str_at(parent, &["parentRef", "namespace"]);
-        let name = str_at(parent, &["parentRef", "name"]);
-        let section = str_at(parent, &["parentRef", "sectionName"]);
-        let mut scope = if namespace.is_empty() {
-            format!("parent {name}")
-        } else {
-            format!("parent {namespace}/{name}")
-        };
-        if !section.is_empty() {
-            scope = format!("{scope}/{section}");
+    for (list, reference, label) in [
+        ("parents", "parentRef", "parent"),
+        ("ancestors", "ancestorRef", "ancestor"),
+    ] {
+        for entry in array(status, list) {
+            let namespace = str_at(entry, &[reference, "namespace"]);
+            let name = str_at(entry, &[reference, "name"]);
+            let section = str_at(entry, &[reference, "sectionName"]);
+            let mut scope = if namespace.is_empty() {
+                format!("{label} {name}")
+            } else {
+                format!("{label} {namespace}/{name}")
+            };
+            if !section.is_empty() {
+                scope = format!("{scope}/{section}");
+            }
+            collect(entry, scope, &mut found);
         }
-        collect(parent, scope, &mut found);
     }
     found
 }
@@ -154,6 +159,12 @@ pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> 
             check(kind.as_str(), key, &scope, &parent.conditions);
         }
     }
+    for (key, status) in &statuses.backend_tls_policies {
+        for ancestor in &status.ancestors {
+            let scope = || format!("ancestor {}", ancestor.ancestor_ref.name);
+            check("BackendTLSPolicy", key, &scope, &ancestor.conditions);
+        }
+    }
     out
 }
 
@@ -164,7 +175,13 @@ pub fn all_statuses(statuses: &Statuses) -> Vec<(Kind, ObjectKey, Value)> {
         .keys()
         .map(|k| (Kind::GatewayClass, k))
         .chain(statuses.gateways.keys().map(|k| (Kind::Gateway, k)))
-        .chain(statuses.routes.keys().map(|(r, k)| (api_kind(*r), k)));
+        .chain(statuses.routes.keys().map(|(r, k)| (api_kind(*r), k)))
+        .chain(
+            statuses
+                .backend_tls_policies
+                .keys()
+                .map(|k| (Kind::BackendTlsPolicy, k)),
+        );
     keys.filter_map(|(kind, key)| {
         let status = statuses.status_json(kind, key)?;
         Some((kind, key.clone(), status))

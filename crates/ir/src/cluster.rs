@@ -2,6 +2,8 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::CaBundle;
+
 /// A set of interchangeable upstream endpoints: one Service port.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cluster {
@@ -10,6 +12,47 @@ pub struct Cluster {
     pub protocol: UpstreamProtocol,
     /// Ready endpoints only, sorted. Empty means "no healthy upstream" (503).
     pub endpoints: Vec<Endpoint>,
+    /// TLS to the endpoints (a BackendTLSPolicy); `None` is plain text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<UpstreamTls>,
+}
+
+/// How the gateway speaks TLS to a cluster's endpoints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpstreamTls {
+    Verify(BackendTls),
+    /// A policy asks for TLS but cannot be honoured (no usable CA, ...):
+    /// requests fail rather than go out in plain text.
+    Invalid {
+        reason: String,
+    },
+}
+
+/// TLS settings for one cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendTls {
+    /// Sent as SNI, and the name the certificate must carry unless
+    /// `subject_alt_names` says otherwise.
+    pub sni: String,
+    pub trust: BackendTrust,
+    /// When not empty, the certificate must carry one of these instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subject_alt_names: Vec<SubjectAltName>,
+    /// `namespace/name` of the BackendTLSPolicy (for logs).
+    pub policy: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BackendTrust {
+    CaBundles(Vec<CaBundle>),
+    /// The operating system's trust store.
+    System,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SubjectAltName {
+    Hostname(String),
+    Uri(String),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

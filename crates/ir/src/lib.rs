@@ -30,7 +30,9 @@ mod route;
 mod tls;
 
 pub use cidr::{CidrError, IpCidr};
-pub use cluster::{Cluster, Endpoint, UpstreamProtocol};
+pub use cluster::{
+    BackendTls, BackendTrust, Cluster, Endpoint, SubjectAltName, UpstreamProtocol, UpstreamTls,
+};
 pub use feedback::UnboundSocket;
 pub use filter::{Filter, Header, HeaderModifier, PathModifier, Redirect, Rewrite};
 pub use hostname::{Hostname, HostnameError};

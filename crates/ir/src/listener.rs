@@ -52,6 +52,10 @@ pub struct Listener {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsTermination>,
     pub serve: Serve,
+    /// Presented to backends reached over TLS (the Gateway's
+    /// `spec.tls.backend.clientCertificateRef`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_client_certificate: Option<TlsCertificate>,
 }
 
 impl Listener {

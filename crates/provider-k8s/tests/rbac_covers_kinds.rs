@@ -54,8 +54,10 @@ fn every_kind_is_listed_and_watched() {
 fn every_kind_with_status_may_update_it() {
     let rules = cluster_role_rules();
     for kind in Kind::ALL {
-        let writes_status = matches!(kind, Kind::GatewayClass | Kind::Gateway)
-            || coxswain_translate::route_kind(*kind).is_some();
+        let writes_status = matches!(
+            kind,
+            Kind::GatewayClass | Kind::Gateway | Kind::BackendTlsPolicy
+        ) || coxswain_translate::route_kind(*kind).is_some();
         let (group, plural) = kind.visit(GroupPlural);
         let status = format!("{plural}/status");
         assert_eq!(

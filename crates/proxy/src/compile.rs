@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use coxswain_ir::{Config, Transport};
 
-use crate::l4::L4Table;
+use crate::l4::{L4Context, L4Table};
 use crate::listen::{SocketPlan, udp_table};
 use crate::metrics::Metrics;
 use crate::router::{RouteCache, Router};
@@ -36,11 +36,22 @@ impl Compiled {
             .sockets
             .iter()
             .map(|s| {
+                let identities: Vec<_> = s
+                    .listeners
+                    .iter()
+                    .map(|l| {
+                        let cert = l.backend_client_certificate.as_ref()?;
+                        Some(cache.identity(cert))
+                    })
+                    .collect();
+                let ctx = L4Context {
+                    clusters: &clusters,
+                    registry: &metrics.l4,
+                    identities: &identities,
+                };
                 let plan = match s.transport {
-                    Transport::Tcp => {
-                        Plan::Tcp(Arc::new(SocketPlan::of(s, &clusters, &metrics.l4)))
-                    }
-                    Transport::Udp => Plan::Udp(Arc::new(udp_table(s, &clusters, &metrics.l4))),
+                    Transport::Tcp => Plan::Tcp(Arc::new(SocketPlan::of(s, &ctx))),
+                    Transport::Udp => Plan::Udp(Arc::new(udp_table(s, &ctx))),
                 };
                 ((s.transport, s.addr()), plan)
             })

@@ -1,6 +1,7 @@
 //! Applies a matched route: filters, backend choice and the upstream call.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -10,7 +11,9 @@ use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Uri, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
+use crate::backend_tls::{BackendIdentity, ClusterTls};
 use crate::handler::{ConnInfo, Shared};
+use crate::http::authority::take_host_authority;
 use crate::http::body::{ClientBody, ProxyBody, plain};
 use crate::http::headers::{X_FORWARDED_HOST, add_forwarded, strip_hop_by_hop};
 use crate::http::path::apply_modifier;
@@ -19,7 +22,8 @@ use crate::metrics::StatusCounters;
 use crate::rejections::RejectReason;
 use crate::route::{CompiledRoute, HeaderEdits, RouteFilter, Target};
 use crate::router::CompiledMatch;
-use coxswain_ir::{Redirect, UpstreamProtocol};
+use crate::upstream::Via;
+use coxswain_ir::Redirect;
 
 /// A response and the counters it is attributed to.
 pub struct Forwarded<'r> {
@@ -58,29 +62,20 @@ fn redirect_response(
 /// The upstream URI. HTTP/1.1 addresses the endpoint (the pool key) and
 /// keeps `Host`; h2c moves the host into `:authority`, as HTTP/2 expects.
 fn upstream_uri(
-    protocol: UpstreamProtocol,
+    via: &Via,
     endpoint: SocketAddr,
     headers: &mut HeaderMap,
     path_and_query: String,
 ) -> Option<Uri> {
-    let endpoint_authority = || Authority::try_from(endpoint.to_string()).ok();
-    let authority = match protocol {
-        UpstreamProtocol::Http1 => endpoint_authority()?,
-        UpstreamProtocol::H2c => {
-            let from_host = headers
-                .get(HOST)
-                .and_then(|h| Authority::try_from(h.as_bytes()).ok());
-            match from_host {
-                Some(authority) => {
-                    headers.remove(HOST);
-                    authority
-                }
-                None => endpoint_authority()?,
-            }
-        }
+    let (scheme, authority) = match via {
+        Via::Http1 => ("http", Authority::try_from(endpoint.to_string()).ok()?),
+        // HTTP/1.1 or HTTP/2 as the backend chooses: the TLS layer moves
+        // Host into `:authority` when it is HTTP/2.
+        Via::Tls(..) => ("https", Authority::try_from(endpoint.to_string()).ok()?),
+        Via::H2c => ("http", take_host_authority(headers, endpoint)?),
     };
     Uri::builder()
-        .scheme("http")
+        .scheme(scheme)
         .authority(authority)
         .path_and_query(path_and_query)
         .build()
@@ -92,6 +87,7 @@ pub async fn serve<'r>(
     conn: ConnInfo,
     route: &'r CompiledRoute,
     matched: &'r CompiledMatch,
+    backend_identity: Option<&Arc<BackendIdentity>>,
     host: String,
     req: Request<Incoming>,
 ) -> Forwarded<'r> {
@@ -153,6 +149,28 @@ pub async fn serve<'r>(
             RouteFilter::Redirect(_) | RouteFilter::Rewrite(_) => {}
         }
     }
+    let via = match &cluster.tls {
+        None => Via::plain(cluster.protocol),
+        Some(ClusterTls::Verify(tls)) => {
+            match tls.clients(backend_identity, shared.upstreams.connect_timeout) {
+                Ok(clients) => Via::Tls(tls.clone(), clients),
+                Err(reason) => {
+                    tracing::warn!(route = %route.label, upstream = %cluster.name, %reason, "backend TLS client");
+                    return local(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "backend TLS misconfigured\n",
+                    );
+                }
+            }
+        }
+        Some(ClusterTls::Invalid(reason)) => {
+            tracing::debug!(route = %route.label, upstream = %cluster.name, %reason, "backend TLS policy unusable");
+            return local(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "backend TLS misconfigured\n",
+            );
+        }
+    };
     let Some(endpoint) = cluster.next_endpoint() else {
         return local(StatusCode::SERVICE_UNAVAILABLE, "no healthy upstream\n");
     };
@@ -188,25 +206,18 @@ pub async fn serve<'r>(
         Some(q) => format!("{}?{q}", new_path.as_deref().unwrap_or(&path)),
         None => new_path.unwrap_or(path),
     };
-    let Some(uri) = upstream_uri(
-        cluster.protocol,
-        endpoint,
-        &mut parts.headers,
-        path_and_query,
-    ) else {
+    let Some(uri) = upstream_uri(&via, endpoint, &mut parts.headers, path_and_query) else {
         return local(StatusCode::BAD_REQUEST, "invalid request path\n");
     };
     parts.uri = uri;
-    parts.version = match cluster.protocol {
-        UpstreamProtocol::Http1 => Version::HTTP_11,
-        UpstreamProtocol::H2c => Version::HTTP_2,
+    parts.version = match via {
+        Via::Http1 | Via::Tls(..) => Version::HTTP_11,
+        Via::H2c => Version::HTTP_2,
     };
     let (body, client_body) = ClientBody::new(body);
     let upstream_req = Request::from_parts(parts, body);
 
-    let call = shared
-        .upstreams
-        .send(cluster.protocol, endpoint, upstream_req);
+    let call = shared.upstreams.send(via, endpoint, upstream_req);
     let result = match route.timeouts.backend_request_ms {
         Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), call).await {
             Ok(r) => r,

@@ -157,7 +157,15 @@ pub async fn handle(
     };
     let route = hit.route;
     let host = normalize_host(request_host(&req), &mut host_buf).to_string();
-    let work = forward::serve(&shared, conn, route, hit.matched, host, req);
+    let work = forward::serve(
+        &shared,
+        conn,
+        route,
+        hit.matched,
+        hit.backend_identity,
+        host,
+        req,
+    );
     let outcome = match route.timeouts.request_ms {
         Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), work).await {
             Ok(done) => done,

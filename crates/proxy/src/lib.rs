@@ -14,9 +14,11 @@
     )
 )]
 
+mod backend_tls;
+mod cluster;
 mod compile;
 mod forward;
-mod h2c_pool;
+mod h2_pool;
 mod handler;
 pub mod http;
 mod l4;

@@ -1,73 +1,18 @@
 //! A route rule compiled for serving: its matches, filters with pre-parsed
 //! header names and values, weighted backends and metric handles.
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use coxswain_ir::{
-    BackendTarget, Config, Filter, HeaderModifier, MatchSpecificity, Redirect, Rewrite, Route,
-    RouteId, Timeouts, UpstreamProtocol,
+    BackendTarget, Filter, HeaderModifier, MatchSpecificity, Redirect, Rewrite, Route, RouteId,
+    Timeouts,
 };
 use http::{HeaderName, HeaderValue};
 
+use crate::cluster::{ClusterSet, ClusterState};
 use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
 use crate::router::{CompiledMatch, MatchError};
 use crate::weighted::Weighted;
-
-/// An upstream cluster with its round-robin cursor.
-#[derive(Debug)]
-pub struct ClusterState {
-    pub name: String,
-    pub protocol: UpstreamProtocol,
-    endpoints: Vec<SocketAddr>,
-    next: AtomicUsize,
-}
-
-impl ClusterState {
-    /// The next endpoint by round robin; `None` when there are none.
-    pub fn next_endpoint(&self) -> Option<SocketAddr> {
-        if self.endpoints.is_empty() {
-            return None;
-        }
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
-        self.endpoints.get(i).copied()
-    }
-
-    /// Every endpoint, starting with the next one by round robin.
-    pub fn endpoints_from_next(&self) -> Vec<SocketAddr> {
-        if self.endpoints.is_empty() {
-            return Vec::new();
-        }
-        let start = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
-        let (before, after) = self.endpoints.split_at(start);
-        after.iter().chain(before).copied().collect()
-    }
-}
-
-/// All clusters of one config by name.
-#[derive(Debug, Default)]
-pub struct ClusterSet(HashMap<String, Arc<ClusterState>>);
-
-impl ClusterSet {
-    pub fn compile(config: &Config) -> Self {
-        let map = config
-            .clusters
-            .iter()
-            .map(|c| {
-                let state = ClusterState {
-                    name: c.name.clone(),
-                    protocol: c.protocol,
-                    endpoints: c.endpoints.iter().map(|e| e.address).collect(),
-                    next: AtomicUsize::new(0),
-                };
-                (c.name.clone(), Arc::new(state))
-            })
-            .collect();
-        ClusterSet(map)
-    }
-}
 
 /// Header edits with names and values already validated.
 #[derive(Debug, Default)]
@@ -143,7 +88,7 @@ impl Target {
     /// The cluster a backendRef names in `clusters`, or why there is none.
     pub fn resolve(target: &BackendTarget, clusters: &ClusterSet) -> Target {
         match target {
-            BackendTarget::Cluster(name) => match clusters.0.get(name) {
+            BackendTarget::Cluster(name) => match clusters.get(name) {
                 Some(c) => Target::Cluster(c.clone()),
                 None => Target::Invalid(format!("cluster {name} missing")),
             },

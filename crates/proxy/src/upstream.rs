@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Request, Response};
@@ -14,7 +15,8 @@ use hyper_util::rt::TokioExecutor;
 
 use coxswain_ir::UpstreamProtocol;
 
-use crate::h2c_pool::H2cPool;
+use crate::backend_tls::{Clients, TlsUpstream};
+use crate::h2_pool::H2cPool;
 
 /// Why an upstream call failed; connect failures are counted separately.
 #[derive(Debug)]
@@ -45,9 +47,29 @@ impl fmt::Display for UpstreamError {
     }
 }
 
+/// How one request reaches its endpoint.
+pub enum Via {
+    Http1,
+    H2c,
+    /// TLS to a BackendTLSPolicy's backend, with the clients for the
+    /// listener's client certificate.
+    Tls(Arc<TlsUpstream>, Arc<Clients>),
+}
+
+impl Via {
+    /// Plain text in the cluster's protocol.
+    pub fn plain(protocol: UpstreamProtocol) -> Via {
+        match protocol {
+            UpstreamProtocol::Http1 => Via::Http1,
+            UpstreamProtocol::H2c => Via::H2c,
+        }
+    }
+}
+
 pub struct Upstreams {
     http1: Client<HttpConnector, ClientBody>,
     h2c: H2cPool,
+    pub connect_timeout: Duration,
 }
 
 impl Upstreams {
@@ -63,29 +85,41 @@ impl Upstreams {
         Upstreams {
             http1,
             h2c: H2cPool::new(connect_timeout),
+            connect_timeout,
         }
     }
 
-    /// Sends `req` to `endpoint`. For HTTP/1.1 the URI must name the
-    /// endpoint (it picks the pooled connection); for h2c the URI carries
-    /// the `:authority` and the endpoint is used only to connect.
+    /// Sends `req` to `endpoint`. For HTTP/1.1 (plain or TLS) the URI must
+    /// name the endpoint (it picks the pooled connection); for h2c the URI
+    /// carries the `:authority` and the endpoint is used only to connect.
     pub async fn send(
         &self,
-        protocol: UpstreamProtocol,
+        via: Via,
         endpoint: SocketAddr,
         req: Request<ClientBody>,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        match protocol {
-            UpstreamProtocol::Http1 => self.http1.request(req).await.map_err(|e| {
-                let detail = std::error::Error::source(&e)
-                    .map(|s| format!("{e}: {s}"))
-                    .unwrap_or_else(|| e.to_string());
-                UpstreamError {
-                    is_connect: e.is_connect(),
-                    message: detail,
-                }
-            }),
-            UpstreamProtocol::H2c => self.h2c.send(endpoint, req).await,
+        match via {
+            Via::Http1 => self.http1.request(req).await.map_err(pooled_error),
+            Via::Tls(upstream, clients) => {
+                upstream
+                    .send(&clients, endpoint, self.connect_timeout, req)
+                    .await
+            }
+            Via::H2c => self.h2c.send(endpoint, req).await,
         }
+    }
+}
+
+pub fn pooled_error(e: hyper_util::client::legacy::Error) -> UpstreamError {
+    // The cause (refused, certificate not valid, ...) is in the source.
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        message = format!("{message}: {s}");
+        source = s.source();
+    }
+    UpstreamError {
+        is_connect: e.is_connect(),
+        message,
     }
 }

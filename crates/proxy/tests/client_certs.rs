@@ -8,6 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use common::pki::Ca;
 use common::*;
 use coxswain_ir::{
     CaBundle, ClientValidation, ClientValidationMode, PrivateKeyPem, TlsCertificate, TlsTermination,
@@ -15,43 +16,8 @@ use coxswain_ir::{
 use http::{Request, StatusCode};
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::net::TcpStream;
-
-struct Ca {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Ca {
-    fn new(name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        Ca { issuer }
-    }
-
-    fn pem(&self) -> String {
-        self.issuer.pem()
-    }
-
-    /// A client certificate (ClientAuth usage) and its key.
-    fn client(&self) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        (
-            cert.der().clone(),
-            PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
-        )
-    }
-}
 
 fn server_cert() -> (TlsCertificate, CertificateDer<'static>) {
     let generated = rcgen::generate_simple_self_signed(vec!["m.test".to_string()]).unwrap();

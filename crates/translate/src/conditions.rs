@@ -48,6 +48,7 @@ pub enum Reason {
     NoValidCACertificate,
     ConfigurationChanged,
     InvalidClientCertificateRef,
+    Conflicted,
 }
 
 impl ConditionType {
@@ -96,6 +97,7 @@ impl Reason {
             Reason::NoValidCACertificate => "NoValidCACertificate",
             Reason::ConfigurationChanged => "ConfigurationChanged",
             Reason::InvalidClientCertificateRef => "InvalidClientCertificateRef",
+            Reason::Conflicted => "Conflicted",
         }
     }
 }

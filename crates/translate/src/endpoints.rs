@@ -51,6 +51,7 @@ impl<'a> SliceIndex<'a> {
             name: spec.name.clone(),
             protocol: spec.protocol,
             endpoints,
+            tls: None,
         }
     }
 }

@@ -3,23 +3,23 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 
-use coxswain_api::{EndpointSlice, ObjectKey, Snapshot, same_objects};
+use coxswain_api::{ObjectKey, Snapshot, same_objects};
 use coxswain_ir::{
     Cluster, Config, HostSpecificity, IR_VERSION, Listener, Serve, Socket, TlsTermination,
-    Transport,
+    Transport, UpstreamTls,
 };
 
 use crate::endpoints::SliceIndex;
 use crate::gateway::{GatewayModel, Protocol, TlsMode};
+use crate::policy::backend_tls::BackendTlsIndex;
 use crate::route::{ClusterSpec, IrRoute, ListenerRoutes};
 
 pub fn build_config(
     snapshot: &Snapshot,
     gateways: &BTreeMap<ObjectKey, GatewayModel>,
     mut routes: ListenerRoutes,
-    cluster_specs: &BTreeMap<String, ClusterSpec>,
+    (cluster_specs, backend_tls): (&BTreeMap<String, ClusterSpec>, &BackendTlsIndex<'_>),
     memo: &mut Option<ClusterMemo>,
 ) -> Config {
     let mut sockets: BTreeMap<(Transport, IpAddr, u16), Vec<Listener>> = BTreeMap::new();
@@ -52,6 +52,7 @@ pub fn build_config(
                 hostname: l.hostname.clone(),
                 tls,
                 serve: serve(protocol, attached.into_iter().map(|a| a.route)),
+                backend_client_certificate: gw.backend_client_certificate(),
             };
             let transport = match protocol {
                 Protocol::Udp => Transport::Udp,
@@ -89,7 +90,7 @@ pub fn build_config(
 
     // Specs come only from rules attached to served listeners, so every one
     // of them is referenced by the IR; the map is already sorted by name.
-    let clusters = clusters(snapshot, cluster_specs, memo);
+    let clusters = clusters(snapshot, cluster_specs, backend_tls, memo);
 
     Config {
         ir_version: IR_VERSION,
@@ -118,28 +119,60 @@ fn serve(protocol: Protocol, routes: impl Iterator<Item = IrRoute>) -> Serve {
 
 /// The clusters of the last run and what they were built from.
 pub struct ClusterMemo {
-    slices: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
+    inputs: Snapshot,
     specs: BTreeMap<String, ClusterSpec>,
     clusters: Vec<Cluster>,
 }
 
-/// Clusters for `specs`, reused from `memo` when neither the specs nor the
-/// EndpointSlices changed.
+/// What a cluster is built from besides its spec: endpoints, TLS policies
+/// and the ConfigMaps and Secrets holding their CAs.
+fn cluster_inputs(snapshot: &Snapshot) -> Snapshot {
+    Snapshot {
+        endpoint_slices: snapshot.endpoint_slices.clone(),
+        backend_tls_policies: snapshot.backend_tls_policies.clone(),
+        config_maps: snapshot.config_maps.clone(),
+        secrets: snapshot.secrets.clone(),
+        ..Snapshot::default()
+    }
+}
+
+/// Clusters for `specs`, reused from `memo` when neither the specs nor any
+/// of their inputs changed.
 fn clusters(
     snapshot: &Snapshot,
     specs: &BTreeMap<String, ClusterSpec>,
+    backend_tls: &BackendTlsIndex<'_>,
     memo: &mut Option<ClusterMemo>,
 ) -> Vec<Cluster> {
     if let Some(m) = memo.as_ref()
-        && same_objects(&m.slices, &snapshot.endpoint_slices)
+        && same_objects(&m.inputs.endpoint_slices, &snapshot.endpoint_slices)
+        && same_objects(
+            &m.inputs.backend_tls_policies,
+            &snapshot.backend_tls_policies,
+        )
+        && same_objects(&m.inputs.config_maps, &snapshot.config_maps)
+        && same_objects(&m.inputs.secrets, &snapshot.secrets)
         && m.specs == *specs
     {
         return m.clusters.clone();
     }
     let slices = SliceIndex::new(snapshot);
-    let clusters: Vec<Cluster> = specs.values().map(|spec| slices.cluster(spec)).collect();
+    let clusters: Vec<Cluster> = specs
+        .values()
+        .map(|spec| Cluster {
+            tls: backend_tls.cluster_tls(spec).or_else(|| {
+                spec.requires_tls.then(|| UpstreamTls::Invalid {
+                    reason: format!(
+                        "{}: appProtocol https, but no BackendTLSPolicy says how to verify it",
+                        spec.name
+                    ),
+                })
+            }),
+            ..slices.cluster(spec)
+        })
+        .collect();
     *memo = Some(ClusterMemo {
-        slices: snapshot.endpoint_slices.clone(),
+        inputs: cluster_inputs(snapshot),
         specs: specs.clone(),
         clusters: clusters.clone(),
     });

@@ -14,6 +14,7 @@
     )
 )]
 
+mod ca_bundle;
 mod conditions;
 mod data_plane;
 mod duration;
@@ -24,6 +25,7 @@ mod gateway_class;
 mod ir_build;
 mod memo;
 mod output;
+mod policy;
 mod reference_grant;
 mod route;
 mod selector;
@@ -34,6 +36,7 @@ pub use duration::parse_duration_ms;
 pub use features::SUPPORTED_FEATURES;
 pub use memo::Translator;
 pub use output::{Output, Statuses, api_kind, route_kind};
+pub use policy::backend_tls::MAX_ANCESTORS;
 pub use route::{RouteKey, RouteStatus};
 
 use std::collections::BTreeMap;
@@ -87,11 +90,12 @@ fn translate_memoised(
     let classes = gateway_class::our_classes(snapshot, options);
     let mut gateways = gateway::build_gateways(snapshot, &classes, options, assigned);
     let attachments = route::attach_routes(snapshot, &mut gateways, options, &mut memo.routes);
+    let backend_tls = policy::backend_tls::BackendTlsIndex::new(snapshot);
     let ir = ir_build::build_config(
         snapshot,
         &gateways,
         attachments.routes,
-        &attachments.clusters,
+        (&attachments.clusters, &backend_tls),
         &mut memo.clusters,
     );
     let statuses = Statuses {
@@ -101,6 +105,7 @@ fn translate_memoised(
             .map(|(key, gw)| (key.clone(), gateway::gateway_status(gw, options)))
             .collect(),
         routes: attachments.statuses,
+        backend_tls_policies: backend_tls.statuses(&attachments.gateways_by_service, options),
     };
     Output { ir, statuses }
 }

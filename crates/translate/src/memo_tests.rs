@@ -6,7 +6,8 @@ use std::sync::Arc;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
 use coxswain_api::{
-    EndpointSlice, Gateway, GatewayClass, HttpRoute, Namespace, Object, Service, Snapshot,
+    BackendTlsPolicy, ConfigMap, EndpointSlice, Gateway, GatewayClass, HttpRoute, Namespace,
+    Object, Secret, Service, Snapshot,
 };
 use serde_json::json;
 
@@ -87,9 +88,46 @@ fn route(rng: &mut Rng) -> Object {
     }))))
 }
 
+/// A CA certificate (from a golden scenario).
+const CA_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBqzCCAVCgAwIBAgIUBuxHv9q5Yo+Bdu+4nF9CtMOWU4swCgYIKoZIzj0EAwIw\nFjEUMBIGA1UEAwwLZXhhbXBsZS5jb20wIBcNMjYxMTMwMDI0MTQ1WhgPMjEyNjEx\nMDYwMjQxNDVaMBYxFDASBgNVBAMMC2V4YW1wbGUuY29tMFkwEwYHKoZIzj0CAQYI\nKoZIzj0DAQcDQgAE9+NnTTuHMy1lxbuUbx5oToTYneeKbShQ9gvgc8y6ULqr4HXR\n5Ho7nYztIYCnj1aspfSIM/jDBwiWibL5c2NBcKN6MHgwHQYDVR0OBBYEFJlX1gn3\nenEKdWeuOsfjY+QFO/hWMB8GA1UdIwQYMBaAFJlX1gn3enEKdWeuOsfjY+QFO/hW\nMA8GA1UdEwEB/wQFMAMBAf8wJQYDVR0RBB4wHIILZXhhbXBsZS5jb22CDSouZXhh\nbXBsZS5jb20wCgYIKoZIzj0EAwIDSQAwRgIhAKOh6OAzNCmrpDS7A/sh+DtIv6ue\nC7Qzz/1wwC0ZlD2XAiEAhx5WmpYHXp23m8EwUOrLZH7gyo9R4ab77dpw3WJL1Zk=\n-----END CERTIFICATE-----\n";
+
+/// A BackendTLSPolicy for `s1` or `s2` whose CA sits in a ConfigMap or a
+/// Secret named `ca`.
+fn policy(rng: &mut Rng) -> Object {
+    let ns = NAMESPACES[rng.below(2) as usize];
+    let service = ["s1", "s2"][rng.below(2) as usize];
+    let holder = ["ConfigMap", "Secret"][rng.below(2) as usize];
+    Object::BackendTlsPolicy(Arc::new(typed::<BackendTlsPolicy>(json!({
+        "metadata": {"name": format!("p-{service}"), "namespace": ns},
+        "spec": {
+            "targetRefs": [{"group": "", "kind": "Service", "name": service}],
+            "validation": {"hostname": "b.example.com",
+                           "caCertificateRefs": [{"group": "", "kind": holder, "name": "ca"}]}
+        }
+    }))))
+}
+
+/// A ConfigMap or Secret `ca` holding a CA, or nothing usable.
+fn ca_holder(rng: &mut Rng) -> Object {
+    let ns = NAMESPACES[rng.below(2) as usize];
+    let pem = if rng.below(2) == 0 { CA_PEM } else { "" };
+    let meta = json!({"name": "ca", "namespace": ns});
+    if rng.below(2) == 0 {
+        Object::ConfigMap(Arc::new(typed::<ConfigMap>(
+            json!({"metadata": meta, "data": {"ca.crt": pem}}),
+        )))
+    } else {
+        Object::Secret(Arc::new(typed::<Secret>(
+            json!({"metadata": meta, "stringData": {"ca.crt": pem}}),
+        )))
+    }
+}
+
 /// One random edit: mostly routes, sometimes the rest of the world.
 fn edit(s: &mut Snapshot, rng: &mut Rng) {
-    match rng.below(10) {
+    match rng.below(12) {
+        10 => s.insert(policy(rng)),
+        11 => s.insert(ca_holder(rng)),
         0..=4 => s.insert(route(rng)),
         5 => {
             let key = s.http_routes.keys().nth(rng.below(13) as usize).cloned();
@@ -129,6 +167,10 @@ fn memoised_output_equals_pure_output_across_random_edits() {
             }),
         ))));
         s.insert(gateway(&mut rng));
+        for ns in NAMESPACES {
+            s.insert(service(ns, "s1"));
+            s.insert(service(ns, "s2"));
+        }
         let mut translator = Translator::new();
         for step in 0..60 {
             edit(&mut s, &mut rng);
@@ -173,4 +215,48 @@ fn an_unchanged_route_keeps_its_ir_identity() {
             .unwrap()
     };
     assert!(Arc::ptr_eq(&find(&first), &find(&second)));
+}
+
+#[test]
+fn a_ca_edit_in_a_secret_reaches_the_memoised_clusters() {
+    use coxswain_ir::UpstreamTls;
+    let mut s = Snapshot::default();
+    s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(
+        json!({"metadata": {"name": "c"}, "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}}),
+    ))));
+    let mut rng = Rng(1);
+    s.insert(gateway(&mut rng));
+    s.insert(service("a", "s1"));
+    s.insert(Object::HttpRoute(Arc::new(typed::<HttpRoute>(json!({
+        "metadata": {"name": "r", "namespace": "a"},
+        "spec": {"parentRefs": [{"name": "gw", "namespace": "a", "sectionName": "any"}],
+                 "rules": [{"backendRefs": [{"name": "s1", "port": 80}]}]}
+    })))));
+    let policy = json!({
+        "metadata": {"name": "p", "namespace": "a"},
+        "spec": {"targetRefs": [{"group": "", "kind": "Service", "name": "s1"}],
+                 "validation": {"hostname": "b.example.com",
+                                "caCertificateRefs": [{"group": "", "kind": "Secret", "name": "ca"}]}}
+    });
+    s.insert(Object::BackendTlsPolicy(Arc::new(
+        typed::<BackendTlsPolicy>(policy),
+    )));
+    let secret = |pem: &str| {
+        Object::Secret(Arc::new(typed::<Secret>(json!({
+            "metadata": {"name": "ca", "namespace": "a"}, "stringData": {"ca.crt": pem}
+        }))))
+    };
+    let mut translator = Translator::new();
+    s.insert(secret(""));
+    let tls =
+        |t: &mut Translator, s: &Snapshot| t.translate(s, &options()).ir.clusters[0].tls.clone();
+    assert!(matches!(
+        tls(&mut translator, &s),
+        Some(UpstreamTls::Invalid { .. })
+    ));
+    s.insert(secret(CA_PEM));
+    assert!(matches!(
+        tls(&mut translator, &s),
+        Some(UpstreamTls::Verify(_))
+    ));
 }

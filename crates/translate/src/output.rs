@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use coxswain_api::gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicyStatus;
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
 use coxswain_api::gw::gateways::GatewayStatus;
 use coxswain_ir::RouteKind;
@@ -24,6 +25,7 @@ pub struct Statuses {
     /// Routes of every kind. Shared with the translator's memo: an
     /// unchanged route's status is not rebuilt.
     pub routes: BTreeMap<RouteKey, Arc<RouteStatus>>,
+    pub backend_tls_policies: BTreeMap<ObjectKey, BackendTlsPolicyStatus>,
 }
 
 /// The API kind of a route kind.
@@ -55,6 +57,7 @@ impl Statuses {
         let value = match kind {
             Kind::GatewayClass => serde_json::to_value(self.gateway_classes.get(key)?),
             Kind::Gateway => serde_json::to_value(self.gateways.get(key)?),
+            Kind::BackendTlsPolicy => serde_json::to_value(self.backend_tls_policies.get(key)?),
             _ => {
                 let route = (route_kind(kind)?, key.clone());
                 serde_json::to_value(self.routes.get(&route)?.as_ref())
@@ -95,6 +98,11 @@ impl Output {
                 .iter()
                 .all(|p| ok(&p.conditions, &["Accepted", "ResolvedRefs"]))
         });
-        classes && gateways && routes
+        let policies = self.statuses.backend_tls_policies.values().all(|s| {
+            s.ancestors
+                .iter()
+                .all(|a| ok(&a.conditions, &["Accepted", "ResolvedRefs"]))
+        });
+        classes && gateways && routes && policies
     }
 }

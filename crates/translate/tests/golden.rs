@@ -212,6 +212,7 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "tlsroute",
                 "tcproute",
                 "udproute",
+                "backendtlspolicy",
                 "endpoints",
                 "referencegrant"
             ]

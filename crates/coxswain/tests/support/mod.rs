@@ -2,6 +2,8 @@
 //! ports, readiness with a deadline, curl as the client, kill on drop.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod pki;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};

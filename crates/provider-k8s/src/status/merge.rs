@@ -3,10 +3,12 @@
 //! about a condition really changed, and with other controllers' route
 //! parents left alone. Also the "would this write change anything?" test.
 
+use coxswain_api::gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicyStatus;
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
 use coxswain_api::gw::gateways::GatewayStatus;
 use coxswain_api::gw::httproutes::HttpRouteStatus;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use coxswain_translate::MAX_ANCESTORS;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -88,6 +90,33 @@ pub fn merge_route(
     }
     parents.extend(ours);
     HttpRouteStatus { parents }
+}
+
+/// Policy status: like routes, keyed by ancestor. Other controllers'
+/// entries stay; ours are replaced (merged) or dropped; the list is cut to
+/// the API's limit, others' entries first.
+pub fn merge_backend_tls_policy(
+    live: Option<&BackendTlsPolicyStatus>,
+    desired: BackendTlsPolicyStatus,
+    controller_name: &str,
+) -> BackendTlsPolicyStatus {
+    let live_ancestors = live.map(|l| l.ancestors.as_slice()).unwrap_or_default();
+    let mut ours = desired.ancestors;
+    let mut ancestors = Vec::with_capacity(live_ancestors.len() + ours.len());
+    for old in live_ancestors {
+        if old.controller_name != controller_name {
+            ancestors.push(old.clone());
+            continue;
+        }
+        if let Some(index) = ours.iter().position(|a| a.ancestor_ref == old.ancestor_ref) {
+            let mut new = ours.remove(index);
+            new.conditions = merge_conditions(&old.conditions, new.conditions);
+            ancestors.push(new);
+        }
+    }
+    ancestors.extend(ours);
+    ancestors.truncate(MAX_ANCESTORS);
+    BackendTlsPolicyStatus { ancestors }
 }
 
 /// Equal once every `lastTransitionTime` is ignored?

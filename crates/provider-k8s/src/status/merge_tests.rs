@@ -160,3 +160,53 @@ fn first_status_of_a_route() {
     assert_eq!(merged, desired);
     assert!(!same_ignoring_times(None, &merged));
 }
+
+fn ancestor(controller: &str, gateway: &str, reason: &str, time: &str) -> serde_json::Value {
+    json!({
+        "ancestorRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway, "namespace": "ns"},
+        "controllerName": controller,
+        "conditions": [cond("Accepted", "True", reason, 1, time)],
+    })
+}
+
+fn policy(ancestors: Vec<serde_json::Value>) -> BackendTlsPolicyStatus {
+    serde_json::from_value(json!({ "ancestors": ancestors })).unwrap()
+}
+
+#[test]
+fn policy_ancestors_of_other_controllers_stay_and_ours_are_replaced() {
+    let live = policy(vec![
+        ancestor("other.io/gw", "theirs", "Accepted", T0),
+        ancestor(OURS, "gone", "Accepted", T0),
+        ancestor(OURS, "kept", "Accepted", T0),
+    ]);
+    let desired = policy(vec![
+        ancestor(OURS, "kept", "Accepted", T1),
+        ancestor(OURS, "new", "Accepted", T1),
+    ]);
+    let merged = merge_backend_tls_policy(Some(&live), desired, OURS);
+    let names: Vec<&str> = merged
+        .ancestors
+        .iter()
+        .map(|a| a.ancestor_ref.name.as_str())
+        .collect();
+    assert_eq!(names, ["theirs", "kept", "new"]);
+    assert_eq!(
+        time(&merged.ancestors[1].conditions[0]),
+        T0,
+        "unchanged keeps its time"
+    );
+}
+
+#[test]
+fn policy_ancestors_are_cut_to_the_api_limit_keeping_others_first() {
+    let live = policy(vec![ancestor("other.io/gw", "theirs", "Accepted", T0)]);
+    let desired = policy(
+        (0..20)
+            .map(|i| ancestor(OURS, &format!("gw{i}"), "Accepted", T1))
+            .collect(),
+    );
+    let merged = merge_backend_tls_policy(Some(&live), desired, OURS);
+    assert_eq!(merged.ancestors.len(), MAX_ANCESTORS);
+    assert_eq!(merged.ancestors[0].ancestor_ref.name, "theirs");
+}

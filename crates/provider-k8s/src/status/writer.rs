@@ -20,7 +20,9 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until, timeout};
 
-use super::merge::{merge_gateway, merge_gateway_class, merge_route, same_ignoring_times};
+use super::merge::{
+    merge_backend_tls_policy, merge_gateway, merge_gateway_class, merge_route, same_ignoring_times,
+};
 use super::resources::ResourceWriter;
 use crate::metrics::Metrics;
 
@@ -159,6 +161,25 @@ async fn pass(
             RouteKind::Tls => plan.route(name, key, snapshot.tls_routes.get(key), desired, client),
             RouteKind::Tcp => plan.route(name, key, snapshot.tcp_routes.get(key), desired, client),
             RouteKind::Udp => plan.route(name, key, snapshot.udp_routes.get(key), desired, client),
+        }
+    }
+    for (key, desired) in &job.statuses.backend_tls_policies {
+        if let Some(live) = snapshot.backend_tls_policies.get(key) {
+            let merged = merge_backend_tls_policy(
+                live.status.as_ref(),
+                desired.clone(),
+                &config.controller_name,
+            );
+            let api = Api::namespaced(client.clone(), &key.namespace);
+            plan.write(
+                "BackendTLSPolicy",
+                key,
+                &**live,
+                live.status.as_ref(),
+                merged,
+                api,
+                |o, s| o.status = Some(s),
+            );
         }
     }
     let writes = plan.writes;

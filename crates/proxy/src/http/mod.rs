@@ -1,5 +1,6 @@
 //! HTTP building blocks: paths, redirects, header hygiene, bodies.
 
+pub mod authority;
 pub mod body;
 pub mod headers;
 pub mod limits;

@@ -7,12 +7,13 @@ mod splice;
 pub mod tcp;
 pub mod udp;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use coxswain_ir::{HostSpecificity, Hostname, L4Route};
 
-use crate::route::{ClusterSet, Target, route_label};
+use crate::backend_tls::BackendIdentity;
+use crate::cluster::{ClusterSet, ClusterState};
+use crate::route::{Target, route_label};
 use crate::weighted::Weighted;
 use metrics::{L4Registry, L4RouteMetrics};
 
@@ -27,25 +28,50 @@ pub struct L4Entry {
 }
 
 impl L4Entry {
-    /// Endpoints to try for one connection: the first of a backend chosen
-    /// by weight, then the rest of that backend's endpoints (a refused
-    /// connection moves on to the next). Empty when no backend is usable.
-    pub fn endpoints(&self) -> Vec<SocketAddr> {
-        let Some(Target::Cluster(cluster)) = self.backends.choose() else {
-            return Vec::new();
-        };
-        cluster.endpoints_from_next()
+    /// The cluster for one connection, chosen by weight; `None` when no
+    /// backend is usable.
+    pub fn choose(&self) -> Option<&Arc<ClusterState>> {
+        match self.backends.choose()? {
+            Target::Cluster(cluster) => Some(cluster),
+            Target::Invalid(_) => None,
+        }
     }
+}
+
+/// What compiling a socket's L4 tables needs.
+pub struct L4Context<'a> {
+    pub clusters: &'a ClusterSet,
+    pub registry: &'a L4Registry,
+    /// The client certificate each listener of the socket presents to TLS
+    /// backends, by listener index.
+    pub identities: &'a [Option<Arc<BackendIdentity>>],
+}
+
+/// How a listener's connections meet a backend's BackendTLSPolicy.
+#[derive(Debug, Default)]
+pub enum BackendTlsUse {
+    /// TCP and TLS-terminated connections: TLS to a policied backend.
+    Originate(Option<Arc<BackendIdentity>>),
+    /// TLS passthrough (the client's own TLS goes through) and UDP: the
+    /// bytes go as they came.
+    #[default]
+    AsIs,
 }
 
 /// The L4 routes of one listener, in the IR's order (oldest route first).
 #[derive(Debug, Default)]
 pub struct L4Table {
     entries: Vec<L4Entry>,
+    pub backend_tls: BackendTlsUse,
 }
 
 impl L4Table {
-    pub fn compile(routes: &[Arc<L4Route>], clusters: &ClusterSet, registry: &L4Registry) -> Self {
+    pub fn compile(
+        routes: &[Arc<L4Route>],
+        ctx: &L4Context<'_>,
+        backend_tls: BackendTlsUse,
+    ) -> Self {
+        let (clusters, registry) = (ctx.clusters, ctx.registry);
         let entries = routes
             .iter()
             .map(|r| {
@@ -62,7 +88,10 @@ impl L4Table {
                 }
             })
             .collect();
-        L4Table { entries }
+        L4Table {
+            entries,
+            backend_tls,
+        }
     }
 
     /// The route for a connection: for TLS the most specific route

@@ -1,6 +1,7 @@
 //! A TCP connection (plain, TLS-terminated, or still-encrypted TLS) handed
 //! to the backend of its L4 route: connect with a timeout (moving on to the
-//! next endpoint when one refuses), then splice.
+//! next endpoint when one refuses), TLS to the backend when a
+//! BackendTLSPolicy asks for it (never for passthrough), then splice.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -8,8 +9,11 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-use super::L4Table;
+use super::metrics::L4RouteMetrics;
 use super::splice::{Counters, SpliceEnd, splice};
+use super::{BackendTlsUse, L4Entry, L4Table};
+use crate::backend_tls::ClusterTls;
+use crate::cluster::ClusterState;
 
 /// Timeouts of L4 connections.
 #[derive(Clone, Copy, Debug)]
@@ -36,34 +40,76 @@ pub async fn proxy_connection<C>(
         return tracing::debug!(%peer, ?sni, "no L4 route; closing");
     };
     let _active = route.metrics.open();
-    let mut backend = None;
-    for endpoint in route.endpoints().into_iter().take(MAX_CONNECT_ATTEMPTS) {
-        match tokio::time::timeout(timeouts.connect, TcpStream::connect(endpoint)).await {
-            Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
-                backend = Some(stream);
-                break;
-            }
-            Ok(Err(e)) => {
-                tracing::debug!(route = %route.label, %endpoint, error = %e, "backend connect failed");
-                super::metrics::L4RouteMetrics::add(&route.metrics.connect_errors, 1);
-            }
-            Err(_) => {
-                tracing::debug!(route = %route.label, %endpoint, "backend connect timed out");
-                super::metrics::L4RouteMetrics::add(&route.metrics.connect_errors, 1);
+    let refuse = |why: &str| {
+        L4RouteMetrics::add(&route.metrics.refused, 1);
+        tracing::debug!(route = %route.label, %peer, why, "closing");
+    };
+    let Some(cluster) = route.choose() else {
+        return refuse("no usable backend");
+    };
+    let tls = match (&table.backend_tls, &cluster.tls) {
+        (BackendTlsUse::Originate(identity), Some(ClusterTls::Verify(upstream))) => {
+            match upstream.stream(identity.as_ref(), timeouts.connect) {
+                Ok(tls) => Some(tls),
+                Err(reason) => return refuse(&reason),
             }
         }
-    }
-    let Some(backend) = backend else {
-        super::metrics::L4RouteMetrics::add(&route.metrics.refused, 1);
-        return tracing::debug!(route = %route.label, %peer, "no usable backend; closing");
+        (BackendTlsUse::Originate(_), Some(ClusterTls::Invalid(reason))) => {
+            return refuse(reason);
+        }
+        _ => None,
+    };
+    let Some(backend) = connect(route, cluster, timeouts.connect).await else {
+        return refuse("no backend endpoint accepted the connection");
     };
     let counters = Counters {
         inbound: &route.metrics.bytes_in,
         outbound: &route.metrics.bytes_out,
     };
-    let end = splice(client, backend, timeouts.idle, counters).await;
+    let end = match tls {
+        None => splice(client, backend, timeouts.idle, counters).await,
+        Some((connector, name)) => {
+            let handshake = connector.connect(name, backend);
+            match tokio::time::timeout(timeouts.connect, handshake).await {
+                Ok(Ok(stream)) => splice(client, stream, timeouts.idle, counters).await,
+                Ok(Err(e)) => {
+                    L4RouteMetrics::add(&route.metrics.connect_errors, 1);
+                    return refuse(&format!("backend TLS handshake: {e}"));
+                }
+                Err(_) => {
+                    L4RouteMetrics::add(&route.metrics.connect_errors, 1);
+                    return refuse("backend TLS handshake timed out");
+                }
+            }
+        }
+    };
     if end != SpliceEnd::Closed {
         tracing::debug!(route = %route.label, %peer, ?end, "connection ended");
     }
+}
+
+/// A TCP connection to one of `cluster`'s endpoints, trying the next when
+/// one refuses or times out.
+async fn connect(route: &L4Entry, cluster: &ClusterState, timeout: Duration) -> Option<TcpStream> {
+    for endpoint in cluster
+        .endpoints_from_next()
+        .into_iter()
+        .take(MAX_CONNECT_ATTEMPTS)
+    {
+        match tokio::time::timeout(timeout, TcpStream::connect(endpoint)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                return Some(stream);
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(route = %route.label, %endpoint, error = %e, "backend connect failed");
+                L4RouteMetrics::add(&route.metrics.connect_errors, 1);
+            }
+            Err(_) => {
+                tracing::debug!(route = %route.label, %endpoint, "backend connect timed out");
+                L4RouteMetrics::add(&route.metrics.connect_errors, 1);
+            }
+        }
+    }
+    None
 }

@@ -140,7 +140,7 @@ async fn open_session(
     let Some(route) = table.pick(None) else {
         return Ok(None);
     };
-    let Some(endpoint) = route.endpoints().first().copied() else {
+    let Some(endpoint) = route.choose().and_then(|c| c.next_endpoint()) else {
         L4RouteMetrics::add(&route.metrics.refused, 1);
         return Ok(None);
     };

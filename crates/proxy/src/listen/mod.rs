@@ -15,9 +15,7 @@ use std::sync::Arc;
 
 use coxswain_ir::{Serve, Socket};
 
-use crate::l4::L4Table;
-use crate::l4::metrics::L4Registry;
-use crate::route::ClusterSet;
+use crate::l4::{BackendTlsUse, L4Context, L4Table};
 use tls::TlsSocket;
 
 /// How a TCP socket treats new connections. Swapped atomically with its
@@ -33,15 +31,17 @@ pub enum SocketPlan {
 }
 
 impl SocketPlan {
-    pub fn of(socket: &Socket, clusters: &ClusterSet, registry: &L4Registry) -> SocketPlan {
+    pub fn of(socket: &Socket, ctx: &L4Context<'_>) -> SocketPlan {
         if socket.reads_client_hello() {
-            return SocketPlan::Tls(TlsSocket::new(socket, clusters, registry));
+            return SocketPlan::Tls(TlsSocket::new(socket, ctx));
         }
         // The translator never puts two TCP listeners, or TCP next to HTTP,
         // on one socket (they conflict).
         match socket.listeners.first().map(|l| &l.serve) {
             Some(Serve::Tcp(routes)) => {
-                SocketPlan::Tcp(Arc::new(L4Table::compile(routes, clusters, registry)))
+                let identity = ctx.identities.first().cloned().flatten();
+                let table = L4Table::compile(routes, ctx, BackendTlsUse::Originate(identity));
+                SocketPlan::Tcp(Arc::new(table))
             }
             _ => SocketPlan::Http,
         }
@@ -49,9 +49,9 @@ impl SocketPlan {
 }
 
 /// The L4 table of a UDP socket's listener.
-pub fn udp_table(socket: &Socket, clusters: &ClusterSet, registry: &L4Registry) -> L4Table {
+pub fn udp_table(socket: &Socket, ctx: &L4Context<'_>) -> L4Table {
     match socket.listeners.first().map(|l| &l.serve) {
-        Some(Serve::Udp(routes)) => L4Table::compile(routes, clusters, registry),
+        Some(Serve::Udp(routes)) => L4Table::compile(routes, ctx, BackendTlsUse::AsIs),
         _ => L4Table::default(),
     }
 }

@@ -10,9 +10,8 @@ use std::sync::Arc;
 use coxswain_ir::{Hostname, Listener, Serve, Socket, TlsCertificate, TlsTermination};
 
 use super::client_auth;
-use crate::l4::L4Table;
-use crate::l4::metrics::L4Registry;
-use crate::route::ClusterSet;
+use crate::backend_tls::BackendIdentity;
+use crate::l4::{BackendTlsUse, L4Context, L4Table};
 use rustls::ServerConfig;
 use rustls::crypto::ring;
 use rustls::pki_types::pem::PemObject;
@@ -50,7 +49,7 @@ pub enum TlsAction {
 }
 
 impl TlsSocket {
-    pub fn new(socket: &Socket, clusters: &ClusterSet, registry: &L4Registry) -> Self {
+    pub fn new(socket: &Socket, ctx: &L4Context<'_>) -> Self {
         let listeners = socket
             .listeners
             .iter()
@@ -58,7 +57,7 @@ impl TlsSocket {
             .map(|(index, l)| TlsListener {
                 hostname: l.hostname.clone(),
                 index,
-                action: action(l, clusters, registry),
+                action: action(l, ctx, ctx.identities.get(index).cloned().flatten()),
             })
             .collect();
         TlsSocket { listeners }
@@ -74,20 +73,26 @@ impl TlsSocket {
     }
 }
 
-fn action(listener: &Listener, clusters: &ClusterSet, registry: &L4Registry) -> TlsAction {
-    let table = |routes| Arc::new(L4Table::compile(routes, clusters, registry));
+fn action(
+    listener: &Listener,
+    ctx: &L4Context<'_>,
+    identity: Option<Arc<BackendIdentity>>,
+) -> TlsAction {
+    let table = |routes, tls| Arc::new(L4Table::compile(routes, ctx, tls));
     let config = |alpn: &[&[u8]]| {
         let tls = listener.tls.as_ref()?;
         server_config(&listener.name, tls, alpn)
     };
     match &listener.serve {
-        Serve::TlsPassthrough(routes) => TlsAction::Passthrough(table(routes)),
+        Serve::TlsPassthrough(routes) => TlsAction::Passthrough(table(routes, BackendTlsUse::AsIs)),
         Serve::Http(_) => match config(&[b"h2", b"http/1.1"]) {
             Some(config) => TlsAction::Http(config),
             None => TlsAction::Refuse,
         },
         Serve::Tcp(routes) => match config(&[]) {
-            Some(config) => TlsAction::Tcp(config, table(routes)),
+            Some(config) => {
+                TlsAction::Tcp(config, table(routes, BackendTlsUse::Originate(identity)))
+            }
             None => TlsAction::Refuse,
         },
         Serve::Udp(_) => TlsAction::Refuse,

@@ -25,6 +25,7 @@ pub use bucket::Entry;
 pub use matcher::{CompiledMatch, CompiledPath, MatchError, prefix_matches};
 pub use reuse::RouteCache;
 
+use crate::backend_tls::BackendIdentity;
 use crate::metrics::Metrics;
 use crate::route::CompiledRoute;
 use reuse::Reuse;
@@ -45,6 +46,9 @@ pub struct RequestView<'a> {
 pub struct Hit<'r> {
     /// The socket-level index of the listener the Host selected.
     pub listener: usize,
+    /// The client certificate that listener's Gateway presents to TLS
+    /// backends.
+    pub backend_identity: Option<&'r Arc<BackendIdentity>>,
     pub route_index: usize,
     pub route: &'r CompiledRoute,
     pub matched: &'r CompiledMatch,
@@ -57,6 +61,7 @@ struct ListenerRoutes {
     /// Keyed by wildcard suffix, e.g. `.example.com` for `*.example.com`.
     wildcard: HashMap<Box<str>, bucket::Bucket>,
     catch_all: bucket::Bucket,
+    backend_identity: Option<Arc<BackendIdentity>>,
 }
 
 /// HTTP listener selection for one socket. Indices are positions in the
@@ -158,6 +163,7 @@ impl BucketBuilder {
             exact: finish(self.exact),
             wildcard: finish(self.wildcard),
             catch_all: sorted_bucket(self.catch_all, routes),
+            backend_identity: None,
         }
     }
 }
@@ -193,9 +199,12 @@ impl Router {
                     continue;
                 };
                 let builder = router.add_listener_routes(listener, routes, &mut reuse, metrics);
-                socket
-                    .listeners
-                    .insert(index, builder.build(&router.routes));
+                let mut compiled = builder.build(&router.routes);
+                compiled.backend_identity = listener
+                    .backend_client_certificate
+                    .as_ref()
+                    .map(|cert| reuse.identity(cert));
+                socket.listeners.insert(index, compiled);
                 match &listener.hostname {
                     None => {
                         socket.any.get_or_insert(index);
@@ -273,6 +282,7 @@ impl Router {
         let route = self.routes.get(entry.route as usize)?.as_ref();
         Some(Hit {
             listener: index,
+            backend_identity: listener.backend_identity.as_ref(),
             route_index: entry.route as usize,
             route,
             matched: route.matches.get(entry.matched as usize)?,

@@ -7,10 +7,13 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use coxswain_ir::{Cluster, Config, Route};
+use coxswain_ir::{Cluster, Config, Route, TlsCertificate};
 
+use crate::backend_tls::BackendIdentity;
+
+use crate::cluster::ClusterSet;
 use crate::metrics::Metrics;
-use crate::route::{ClusterSet, CompiledRoute};
+use crate::route::CompiledRoute;
 
 use super::MatchError;
 
@@ -47,6 +50,10 @@ pub struct RouteCache {
     /// By address (`Arc::as_ptr`), only ever compared; the `Arc<Route>` is
     /// held so no other route can take that address meanwhile.
     routes: ByAddress,
+    /// Backend client certificates, so an unchanged one stays the same
+    /// object across compiles (upstream TLS clients are keyed by it).
+    /// Ones no live config holds are dropped when a compile begins.
+    identities: Vec<(TlsCertificate, Arc<BackendIdentity>)>,
 }
 
 /// One compile's view of the cache: lookups hit the previous generation,
@@ -61,6 +68,8 @@ impl RouteCache {
     /// Starts a compile of `config`. When its clusters differ from the
     /// cached routes' clusters, nothing is reused.
     pub fn begin(&mut self, config: &Config) -> Reuse<'_> {
+        self.identities
+            .retain(|(_, identity)| Arc::strong_count(identity) > 1);
         let same_clusters = self.cluster_set.is_some() && self.clusters == config.clusters;
         let (previous, clusters) = match (&self.cluster_set, same_clusters) {
             (Some(set), true) => {
@@ -72,7 +81,7 @@ impl RouteCache {
             _ => {
                 self.routes.clear();
                 self.clusters = config.clusters.clone();
-                let set = Arc::new(ClusterSet::compile(config));
+                let set = Arc::new(ClusterSet::compile(config, self.cluster_set.as_deref()));
                 self.cluster_set = Some(set.clone());
                 (ByAddress::default(), set)
             }
@@ -86,6 +95,17 @@ impl RouteCache {
 }
 
 impl RouteCache {
+    /// The backend client certificate object for `cert`: the one already
+    /// made when its content is the same.
+    pub fn identity(&mut self, cert: &TlsCertificate) -> Arc<BackendIdentity> {
+        if let Some((_, identity)) = self.identities.iter().find(|(c, _)| c == cert) {
+            return identity.clone();
+        }
+        let identity = Arc::new(BackendIdentity::new(cert));
+        self.identities.push((cert.clone(), identity.clone()));
+        identity
+    }
+
     /// The clusters of the config compiled last.
     pub fn clusters(&self) -> Arc<ClusterSet> {
         self.cluster_set.clone().unwrap_or_default()
@@ -93,6 +113,10 @@ impl RouteCache {
 }
 
 impl Reuse<'_> {
+    pub fn identity(&mut self, cert: &TlsCertificate) -> Arc<BackendIdentity> {
+        self.cache.identity(cert)
+    }
+
     /// The compiled form of `route`: the previous one if it is the same
     /// object, else freshly compiled.
     pub fn compiled(
@@ -169,6 +193,7 @@ mod tests {
             name: "c".into(),
             protocol: coxswain_ir::UpstreamProtocol::Http1,
             endpoints: vec![],
+            tls: None,
         });
         assert!(!Arc::ptr_eq(
             &again,

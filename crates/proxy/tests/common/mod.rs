@@ -1,6 +1,8 @@
 //! Shared test fixtures: echo backends, config builders and a client.
 #![allow(dead_code)]
 
+pub mod pki;
+
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -141,6 +143,7 @@ pub fn cluster(name: &str, endpoints: &[SocketAddr]) -> Cluster {
             .iter()
             .map(|&address| Endpoint { address })
             .collect(),
+        tls: None,
     }
 }
 
@@ -213,6 +216,7 @@ pub fn gateway_listener(name: &str, hostname: Option<&str>, routes: Vec<Route>) 
         hostname: hostname.map(host),
         tls: None,
         serve: Serve::Http(routes.into_iter().map(Arc::new).collect()),
+        backend_client_certificate: None,
     }
 }
 

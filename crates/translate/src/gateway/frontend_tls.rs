@@ -4,16 +4,13 @@
 //! CA certificates come from ConfigMaps (core) or Secrets (an extension),
 //! key `ca.crt`, across namespaces only with a ReferenceGrant.
 
-use std::sync::Arc;
-
 use coxswain_api::gw::gateways::{
     GatewayTlsFrontendDefaultValidationMode, GatewayTlsFrontendPerPortTlsValidationMode,
 };
-use coxswain_api::{ConfigMap, GATEWAY_GROUP, Gateway, ObjectKey, Secret, Snapshot};
+use coxswain_api::{GATEWAY_GROUP, Gateway, ObjectKey, Snapshot};
 use coxswain_ir::{CaBundle, ClientValidation, ClientValidationMode};
-use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
 
+use crate::ca_bundle;
 use crate::conditions::Reason;
 use crate::gateway::listeners::ListenerModel;
 use crate::reference_grant::{From, To, is_permitted};
@@ -137,18 +134,14 @@ fn resolve_one(
     gateway_ns: &str,
     r: &CaRef<'_>,
 ) -> Result<CaBundle, (Reason, String)> {
-    let kind = match (r.group, r.kind) {
-        ("", "ConfigMap") => "ConfigMap",
-        ("", "Secret") => "Secret",
-        (group, kind) => {
-            return Err((
-                Reason::InvalidCACertificateKind,
-                format!(
-                    "caCertificateRef {group}/{kind} {:?}: only core ConfigMaps and Secrets hold CA certificates",
-                    r.name
-                ),
-            ));
-        }
+    let Some(kind) = ca_bundle::holder_kind(r.group, r.kind) else {
+        return Err((
+            Reason::InvalidCACertificateKind,
+            format!(
+                "caCertificateRef {}/{} {:?}: only core ConfigMaps and Secrets hold CA certificates",
+                r.group, r.kind, r.name
+            ),
+        ));
     };
     let namespace = r.namespace.unwrap_or(gateway_ns);
     let from = From {
@@ -172,50 +165,5 @@ fn resolve_one(
         ));
     }
     let key = ObjectKey::new(namespace, r.name);
-    let pem = match kind {
-        "ConfigMap" => snapshot.config_maps.get(&key).map(|c| config_map_ca(c)),
-        _ => snapshot.secrets.get(&key).map(|s| secret_ca(s)),
-    };
-    let Some(pem) = pem else {
-        return Err(invalid(format!("{kind} {key} not found")));
-    };
-    let pem = pem.ok_or_else(|| invalid(format!("{kind} {key} has no ca.crt")))?;
-    let certs: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .map_err(|e| invalid(format!("{kind} {key}: ca.crt is not valid PEM: {e}")))?;
-    if certs.is_empty() {
-        return Err(invalid(format!(
-            "{kind} {key}: ca.crt holds no certificate"
-        )));
-    }
-    Ok(CaBundle {
-        source: format!("{kind} {key}"),
-        pem: Arc::from(pem.as_str()),
-    })
-}
-
-fn config_map_ca(c: &ConfigMap) -> Option<String> {
-    let text = c.data.as_ref().and_then(|d| d.get("ca.crt")).cloned();
-    let binary = || {
-        c.binary_data
-            .as_ref()
-            .and_then(|d| d.get("ca.crt"))
-            .and_then(|b| String::from_utf8(b.0.clone()).ok())
-    };
-    text.or_else(binary)
-}
-
-fn secret_ca(s: &Secret) -> Option<String> {
-    let data = s
-        .data
-        .as_ref()
-        .and_then(|d| d.get("ca.crt"))
-        .and_then(|b| String::from_utf8(b.0.clone()).ok());
-    let string_data = || {
-        s.string_data
-            .as_ref()
-            .and_then(|d| d.get("ca.crt"))
-            .cloned()
-    };
-    data.or_else(string_data)
+    ca_bundle::load(snapshot, kind, &key).map_err(invalid)
 }

@@ -16,7 +16,7 @@ use coxswain_api::gw::gateways::{
     GatewayStatusListenersSupportedKinds,
 };
 use coxswain_api::{GATEWAY_GROUP, Gateway, ObjectKey, Snapshot};
-use coxswain_ir::RouteKind;
+use coxswain_ir::{RouteKind, TlsCertificate};
 
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
 use crate::{AssignedAddresses, Options};
@@ -35,6 +35,9 @@ pub struct GatewayModel {
     pub class_rejected: Option<String>,
     /// Some client validation lets invalid clients in (AllowInsecureFallback).
     pub insecure_fallback: bool,
+    /// `spec.tls.backend.clientCertificateRef`: the certificate presented
+    /// to TLS backends, or why it is unusable (Gateway ResolvedRefs=False).
+    pub backend_client: Option<Result<TlsCertificate, (Reason, String)>>,
     pub listeners: Vec<ListenerModel>,
 }
 
@@ -66,6 +69,44 @@ fn invalid_parameters(gw: &Gateway) -> Option<String> {
         "parametersRef {}/{} {:?} is not supported: Coxswain applies no Gateway parameters yet",
         r.group, r.kind, r.name
     ))
+}
+
+/// The Gateway's backend client certificate, when it names one.
+fn backend_client_certificate(
+    snapshot: &Snapshot,
+    gw: &Gateway,
+    namespace: &str,
+) -> Option<Result<TlsCertificate, (Reason, String)>> {
+    let r = gw
+        .spec
+        .tls
+        .as_ref()?
+        .backend
+        .as_ref()?
+        .client_certificate_ref
+        .as_ref()?;
+    let reference = tls::SecretRef {
+        group: r.group.as_deref(),
+        kind: r.kind.as_deref(),
+        name: &r.name,
+        namespace: r.namespace.as_deref(),
+    };
+    Some(tls::secret_certificate(
+        snapshot,
+        namespace,
+        &reference,
+        Reason::InvalidClientCertificateRef,
+    ))
+}
+
+impl GatewayModel {
+    /// The certificate to present to TLS backends, if any and usable.
+    pub fn backend_client_certificate(&self) -> Option<TlsCertificate> {
+        self.backend_client
+            .as_ref()
+            .and_then(|c| c.as_ref().ok())
+            .cloned()
+    }
 }
 
 /// Every Gateway whose class is ours, keyed by namespace/name.
@@ -123,6 +164,7 @@ pub fn build_gateways(
                 invalid_parameters: invalid_parameters(gw),
                 class_rejected,
                 insecure_fallback: frontend_tls::insecure_fallback(gw),
+                backend_client: backend_client_certificate(snapshot, gw, &key.namespace),
                 listeners,
             };
             (key.clone(), model)
@@ -223,6 +265,21 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
         _ => None,
     };
     let mut conditions = vec![accepted, programmed];
+    match &model.backend_client {
+        None => {}
+        Some(Ok(_)) => conditions.push(Cond::new(
+            ConditionType::ResolvedRefs,
+            true,
+            Reason::ResolvedRefs,
+            "all references resolved",
+        )),
+        Some(Err((reason, message))) => conditions.push(Cond::new(
+            ConditionType::ResolvedRefs,
+            false,
+            *reason,
+            message.clone(),
+        )),
+    }
     if model.insecure_fallback {
         conditions.push(Cond::new(
             ConditionType::InsecureFrontendValidationMode,

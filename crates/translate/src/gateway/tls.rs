@@ -49,24 +49,53 @@ pub fn resolve(snapshot: &Snapshot, gateway_ns: &str, spec: &GatewayListeners) -
         .collect()
 }
 
-fn invalid(message: String) -> (Reason, String) {
-    (Reason::InvalidCertificateRef, message)
-}
-
 fn resolve_one(
     snapshot: &Snapshot,
     gateway_ns: &str,
     r: &GatewayListenersTlsCertificateRefs,
 ) -> Result<TlsCertificate, (Reason, String)> {
-    let group = r.group.as_deref().unwrap_or("");
-    let kind = r.kind.as_deref().unwrap_or("Secret");
+    let reference = SecretRef {
+        group: r.group.as_deref(),
+        kind: r.kind.as_deref(),
+        name: &r.name,
+        namespace: r.namespace.as_deref(),
+    };
+    secret_certificate(
+        snapshot,
+        gateway_ns,
+        &reference,
+        Reason::InvalidCertificateRef,
+    )
+}
+
+/// A reference from a Gateway to a Secret holding a certificate and key.
+pub struct SecretRef<'a> {
+    pub group: Option<&'a str>,
+    pub kind: Option<&'a str>,
+    pub name: &'a str,
+    pub namespace: Option<&'a str>,
+}
+
+/// The certificate and key of a `kubernetes.io/tls` Secret a Gateway in
+/// `gateway_ns` refers to; `bad` is the reason for an unusable one.
+pub fn secret_certificate(
+    snapshot: &Snapshot,
+    gateway_ns: &str,
+    r: &SecretRef<'_>,
+    bad: Reason,
+) -> Result<TlsCertificate, (Reason, String)> {
+    let group = r.group.unwrap_or("");
+    let kind = r.kind.unwrap_or("Secret");
     if !group.is_empty() || kind != "Secret" {
-        return Err(invalid(format!(
-            "certificateRef {group}/{kind} {:?} is not a core Secret",
-            r.name
-        )));
+        return Err((
+            bad,
+            format!(
+                "certificateRef {group}/{kind} {:?} is not a core Secret",
+                r.name
+            ),
+        ));
     }
-    let namespace = r.namespace.as_deref().unwrap_or(gateway_ns);
+    let namespace = r.namespace.unwrap_or(gateway_ns);
     let from = From {
         group: GATEWAY_GROUP,
         kind: "Gateway",
@@ -76,7 +105,7 @@ fn resolve_one(
         group: "",
         kind: "Secret",
         namespace,
-        name: &r.name,
+        name: r.name,
     };
     if !is_permitted(&snapshot.reference_grants, from, to) {
         return Err((
@@ -87,11 +116,11 @@ fn resolve_one(
             ),
         ));
     }
-    let key = ObjectKey::new(namespace, &r.name);
+    let key = ObjectKey::new(namespace, r.name);
     let Some(secret) = snapshot.secrets.get(&key) else {
-        return Err(invalid(format!("Secret {key} not found")));
+        return Err((bad, format!("Secret {key} not found")));
     };
-    certificate_from(secret, &key).map_err(|why| invalid(format!("Secret {key}: {why}")))
+    certificate_from(secret, &key).map_err(|why| (bad, format!("Secret {key}: {why}")))
 }
 
 /// A field of the Secret, from `data` or (files written by hand) `stringData`.

@@ -2,7 +2,7 @@
 //! (sectionName, port), the listener's allowed kinds and namespaces,
 //! hostname intersection; and each parent's status entry.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -12,6 +12,7 @@ use coxswain_ir::{Hostname, L4Route, Route};
 use crate::Options;
 use crate::conditions::{Cond, ConditionType, Reason};
 use crate::gateway::GatewayModel;
+use crate::gateway::{Protocol, TlsMode};
 use crate::route::backends::Lookup;
 use crate::route::hostnames::effective_hostnames;
 use crate::route::object::{AnyRoute, ParentRef, RouteKey, all_routes};
@@ -44,6 +45,8 @@ pub struct Attachments {
     pub statuses: BTreeMap<RouteKey, Arc<RouteStatus>>,
     /// Every Service port referenced by an attached route, by cluster name.
     pub clusters: BTreeMap<String, ClusterSpec>,
+    /// (namespace, service) -> the Gateways whose listeners route to it.
+    pub gateways_by_service: BTreeMap<(String, String), BTreeSet<ObjectKey>>,
 }
 
 /// One route's translation. It depends on the route itself and on the
@@ -147,6 +150,26 @@ fn merge(
         if !out.clusters.contains_key(&spec.name) {
             out.clusters.insert(spec.name.clone(), spec.clone());
         }
+        // Passthrough and UDP carry the client's bytes as they are: a
+        // BackendTLSPolicy does not apply there, so those Gateways are not
+        // its ancestors.
+        let originates_tls = |gw: &ObjectKey, idx: usize| {
+            let listener = gateways.get(gw).and_then(|g| g.listeners.get(idx));
+            !matches!(
+                listener.and_then(|l| l.protocol),
+                Some(Protocol::Tls(TlsMode::Passthrough) | Protocol::Udp) | None
+            )
+        };
+        let ancestors: Vec<ObjectKey> = outcome
+            .listeners
+            .iter()
+            .filter(|(gw, idx, _)| originates_tls(gw, *idx))
+            .map(|(gw, _, _)| gw.clone())
+            .collect();
+        out.gateways_by_service
+            .entry((spec.namespace.clone(), spec.service.clone()))
+            .or_default()
+            .extend(ancestors);
     }
 }
 

@@ -21,6 +21,10 @@ pub struct ClusterSpec {
     /// Numeric targetPort, used only when EndpointSlices carry no ports.
     pub target_port: Option<i32>,
     pub protocol: UpstreamProtocol,
+    /// `appProtocol: https`: the port speaks TLS, so a BackendTLSPolicy
+    /// must say how to verify it; without one requests fail rather than go
+    /// out in plain text.
+    pub requires_tls: bool,
 }
 
 /// Borrowed indexes over the snapshot, built once per translation so lookups
@@ -110,8 +114,12 @@ pub fn resolve(
             format!("Service {namespace}/{} has no port {port}", b.name),
         ));
     };
-    let protocol = match service_port.app_protocol.as_deref() {
+    let app_protocol = service_port.app_protocol.as_deref();
+    // IANA service names compare case-insensitively.
+    let requires_tls = app_protocol.is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let protocol = match app_protocol {
         None | Some("http") | Some("kubernetes.io/http") => UpstreamProtocol::Http1,
+        Some(_) if requires_tls => UpstreamProtocol::Http1,
         Some("kubernetes.io/h2c") => UpstreamProtocol::H2c,
         // A byte stream or datagrams: the application protocol is the
         // backend's business.
@@ -138,5 +146,6 @@ pub fn resolve(
         port_name: service_port.name.clone().filter(|n| !n.is_empty()),
         target_port,
         protocol,
+        requires_tls,
     })
 }

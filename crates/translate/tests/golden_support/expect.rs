@@ -47,6 +47,7 @@ struct Selectors<'a> {
     section: Option<&'a str>,
     port: Option<&'a str>,
     listener: Option<&'a str>,
+    ancestor: Option<&'a str>,
 }
 
 fn parse_key(kind: &str, key: &str) -> ObjectKey {
@@ -68,6 +69,7 @@ fn check_status(kind: &str, key: &str, tokens: &[&str], output: &Output) -> Resu
             Some(("section", v)) => (&mut selectors.section, v),
             Some(("port", v)) => (&mut selectors.port, v),
             Some(("listener", v)) => (&mut selectors.listener, v),
+            Some(("ancestor", v)) => (&mut selectors.ancestor, v),
             _ => break,
         };
         *slot.0 = Some(slot.1);
@@ -89,7 +91,7 @@ fn check_status(kind: &str, key: &str, tokens: &[&str], output: &Output) -> Resu
     }
     let status = status.ok_or_else(|| format!("no status for {kind} {key}"))?;
     if let [count] = rest
-        && count.starts_with("parents=")
+        && (count.starts_with("parents=") || count.starts_with("ancestors="))
     {
         return assert_on(&status, rest);
     }
@@ -118,6 +120,21 @@ fn select_scope<'a>(
             all.iter()
                 .find(|l| l.get("name").and_then(Value::as_str) == Some(listener))
         }));
+    }
+    if kind.ends_with("Policy") {
+        let ancestors = status
+            .get("ancestors")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        return match (selectors.ancestor, ancestors) {
+            (None, [only]) => Ok(Some(only)),
+            (None, []) => Ok(None),
+            (None, _) => Err("several ancestors: say ancestor=<gateway>".into()),
+            (Some(name), all) => Ok(all
+                .iter()
+                .find(|a| a["ancestorRef"]["name"].as_str() == Some(name))),
+        };
     }
     if !kind.ends_with("Route") {
         return Ok(Some(status));
@@ -159,7 +176,7 @@ fn assert_on(scope: &Value, tokens: &[&str]) -> Result<(), String> {
         .split_once('=')
         .ok_or_else(|| format!("`{first}` is not name=value"))?;
     match name {
-        "attachedRoutes" | "parents" => {
+        "attachedRoutes" | "parents" | "ancestors" => {
             let got = match &scope[name] {
                 Value::Array(items) => items.len().to_string(),
                 other => other.to_string(),

@@ -1,0 +1,304 @@
+//! BackendTLSPolicy: TLS from the gateway to a Service (or one of its
+//! ports, by `sectionName`), and each policy's status per Gateway that
+//! routes to what it targets.
+//!
+//! Conflicts: policies on the same Service and sectionName — the oldest
+//! wins (then namespace/name), the others are `Accepted=False Conflicted`.
+//! A policy for a port wins over one for the whole Service (no conflict).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use coxswain_api::gateway_api::apis::standard::backendtlspolicies::{
+    BackendTlsPolicyStatus, BackendTlsPolicyStatusAncestors,
+    BackendTlsPolicyStatusAncestorsAncestorRef, BackendTlsPolicyValidationSubjectAltNamesType,
+};
+use coxswain_api::{BackendTlsPolicy, GATEWAY_GROUP, ObjectKey, Snapshot};
+use coxswain_ir::{BackendTls, BackendTrust, CaBundle, SubjectAltName, UpstreamTls};
+
+use crate::Options;
+use crate::ca_bundle;
+use crate::conditions::{Cond, ConditionType, Reason, Stamp};
+use crate::route::ClusterSpec;
+
+/// The well-known CA set `wellKnownCACertificates` may name.
+const SYSTEM: &str = "System";
+
+/// The API's limit on `status.ancestors` entries (all controllers').
+pub const MAX_ANCESTORS: usize = 16;
+
+/// What one policy resolved to.
+#[derive(Clone, Debug)]
+struct Resolved {
+    tls: Result<BackendTls, Problem>,
+    /// A reference problem that does not stop the policy (ResolvedRefs).
+    ref_problem: Option<(Reason, String)>,
+}
+
+/// Why a policy cannot be applied: the Accepted reason and, when a
+/// reference is at fault, the ResolvedRefs reason.
+#[derive(Clone, Debug)]
+struct Problem {
+    accepted: (Reason, String),
+    resolved: Option<(Reason, String)>,
+}
+
+/// Every BackendTLSPolicy, resolved, and which one applies to each target.
+pub struct BackendTlsIndex<'a> {
+    policies: BTreeMap<ObjectKey, (&'a BackendTlsPolicy, Resolved)>,
+    /// (namespace, service, sectionName) -> the winning policy.
+    winners: BTreeMap<(String, String, Option<String>), ObjectKey>,
+    /// Policy -> the older policy it lost to.
+    conflicted: BTreeMap<ObjectKey, ObjectKey>,
+}
+
+impl<'a> BackendTlsIndex<'a> {
+    pub fn new(snapshot: &'a Snapshot) -> Self {
+        let mut policies = BTreeMap::new();
+        let mut by_age: Vec<(&ObjectKey, &'a BackendTlsPolicy)> = snapshot
+            .backend_tls_policies
+            .iter()
+            .map(|(k, p)| (k, p.as_ref()))
+            .collect();
+        by_age.sort_by(|a, b| {
+            (a.1.metadata.creation_timestamp.as_ref(), a.0)
+                .cmp(&(b.1.metadata.creation_timestamp.as_ref(), b.0))
+        });
+        let mut winners = BTreeMap::new();
+        let mut conflicted = BTreeMap::new();
+        for (key, policy) in by_age {
+            policies.insert(key.clone(), (policy, resolve(snapshot, key, policy)));
+            for target in &policy.spec.target_refs {
+                if !target.group.is_empty() || target.kind != "Service" {
+                    continue;
+                }
+                let slot = (
+                    key.namespace.clone(),
+                    target.name.clone(),
+                    target.section_name.clone().filter(|s| !s.is_empty()),
+                );
+                match winners.get(&slot) {
+                    Some(older) => {
+                        conflicted.insert(key.clone(), ObjectKey::clone(older));
+                    }
+                    None => {
+                        winners.insert(slot, key.clone());
+                    }
+                }
+            }
+        }
+        BackendTlsIndex {
+            policies,
+            winners,
+            conflicted,
+        }
+    }
+
+    /// The policy that applies to a Service port: one naming the port wins
+    /// over one for the whole Service.
+    fn policy_for(&self, spec: &ClusterSpec) -> Option<&ObjectKey> {
+        let ns = spec.namespace.clone();
+        let svc = spec.service.clone();
+        let by_port = spec
+            .port_name
+            .clone()
+            .and_then(|p| self.winners.get(&(ns.clone(), svc.clone(), Some(p))));
+        by_port.or_else(|| self.winners.get(&(ns, svc, None)))
+    }
+
+    /// TLS for a cluster, if a policy targets its Service port.
+    pub fn cluster_tls(&self, spec: &ClusterSpec) -> Option<UpstreamTls> {
+        let key = self.policy_for(spec)?;
+        let (_, resolved) = self.policies.get(key)?;
+        Some(match &resolved.tls {
+            Ok(tls) => UpstreamTls::Verify(tls.clone()),
+            Err(problem) => UpstreamTls::Invalid {
+                reason: format!("BackendTLSPolicy {key}: {}", problem.accepted.1),
+            },
+        })
+    }
+
+    /// Each policy's status: one ancestor entry per Gateway of ours that
+    /// routes to a Service the policy targets. `gateways_by_service` maps
+    /// (namespace, service) to those Gateways.
+    pub fn statuses(
+        &self,
+        gateways_by_service: &BTreeMap<(String, String), BTreeSet<ObjectKey>>,
+        options: &Options,
+    ) -> BTreeMap<ObjectKey, BackendTlsPolicyStatus> {
+        let mut out = BTreeMap::new();
+        for (key, (policy, resolved)) in &self.policies {
+            let mut gateways: BTreeSet<&ObjectKey> = BTreeSet::new();
+            for target in &policy.spec.target_refs {
+                let service = (key.namespace.clone(), target.name.clone());
+                gateways.extend(gateways_by_service.get(&service).into_iter().flatten());
+            }
+            if gateways.is_empty() {
+                continue;
+            }
+            let stamp = Stamp {
+                generation: policy.metadata.generation,
+                now: &options.now,
+            };
+            let conditions = self.conditions(key, resolved);
+            let ancestors = gateways
+                .into_iter()
+                .map(|gw| BackendTlsPolicyStatusAncestors {
+                    ancestor_ref: BackendTlsPolicyStatusAncestorsAncestorRef {
+                        group: Some(GATEWAY_GROUP.to_string()),
+                        kind: Some("Gateway".to_string()),
+                        name: gw.name.clone(),
+                        namespace: Some(gw.namespace.clone()),
+                        port: None,
+                        section_name: None,
+                    },
+                    conditions: stamp.all(conditions.clone()),
+                    controller_name: options.controller_name.clone(),
+                })
+                .take(MAX_ANCESTORS)
+                .collect();
+            out.insert(key.clone(), BackendTlsPolicyStatus { ancestors });
+        }
+        out
+    }
+
+    fn conditions(&self, key: &ObjectKey, resolved: &Resolved) -> Vec<Cond> {
+        let resolved_ok = Cond::new(
+            ConditionType::ResolvedRefs,
+            true,
+            Reason::ResolvedRefs,
+            "all references resolved",
+        );
+        let resolved_cond = |problem: &Option<(Reason, String)>| match problem {
+            Some((reason, msg)) => {
+                Cond::new(ConditionType::ResolvedRefs, false, *reason, msg.clone())
+            }
+            None => resolved_ok.clone(),
+        };
+        if let Some(older) = self.conflicted.get(key) {
+            return vec![
+                Cond::new(
+                    ConditionType::Accepted,
+                    false,
+                    Reason::Conflicted,
+                    format!("BackendTLSPolicy {older} targets the same backend and is older"),
+                ),
+                resolved_cond(&resolved.ref_problem),
+            ];
+        }
+        match &resolved.tls {
+            Ok(_) => vec![
+                Cond::new(
+                    ConditionType::Accepted,
+                    true,
+                    Reason::Accepted,
+                    "policy is accepted",
+                ),
+                resolved_cond(&resolved.ref_problem),
+            ],
+            Err(problem) => {
+                let (reason, msg) = &problem.accepted;
+                vec![
+                    Cond::new(ConditionType::Accepted, false, *reason, msg.clone()),
+                    resolved_cond(&problem.resolved.clone().or(resolved.ref_problem.clone())),
+                ]
+            }
+        }
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Problem {
+    Problem {
+        accepted: (Reason::Invalid, message.into()),
+        resolved: None,
+    }
+}
+
+fn resolve(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTlsPolicy) -> Resolved {
+    let v = &policy.spec.validation;
+    let refs = v.ca_certificate_refs.as_deref().unwrap_or_default();
+    let well_known = v
+        .well_known_ca_certificates
+        .as_deref()
+        .filter(|w| !w.is_empty());
+    let options = policy.spec.options.as_ref().is_some_and(|o| !o.is_empty());
+    let sans = v
+        .subject_alt_names
+        .iter()
+        .flatten()
+        .map(|s| match s.r#type {
+            BackendTlsPolicyValidationSubjectAltNamesType::Hostname => {
+                s.hostname.clone().map(SubjectAltName::Hostname)
+            }
+            BackendTlsPolicyValidationSubjectAltNamesType::Uri => {
+                s.uri.clone().map(SubjectAltName::Uri)
+            }
+        });
+    let subject_alt_names: Option<Vec<SubjectAltName>> = sans.collect();
+    let mut ref_problem = None;
+    let trust = if options {
+        Err(invalid("options are not supported"))
+    } else if subject_alt_names.is_none() {
+        Err(invalid("a subjectAltName lacks the value its type names"))
+    } else {
+        match (refs.is_empty(), well_known) {
+            (false, Some(_)) => Err(invalid(
+                "caCertificateRefs and wellKnownCACertificates are mutually exclusive",
+            )),
+            (true, None) => Err(invalid(
+                "neither caCertificateRefs nor wellKnownCACertificates is set",
+            )),
+            (true, Some(SYSTEM)) => Ok(BackendTrust::System),
+            (true, Some(other)) => Err(invalid(format!(
+                "wellKnownCACertificates {other:?} is not supported; only {SYSTEM:?} is"
+            ))),
+            (false, None) => {
+                let mut bundles = Vec::new();
+                for r in refs {
+                    match ca_bundle(snapshot, &key.namespace, &r.group, &r.kind, &r.name) {
+                        Ok(b) => bundles.push(b),
+                        Err(p) => {
+                            ref_problem.get_or_insert(p);
+                        }
+                    }
+                }
+                if bundles.is_empty() {
+                    Err(Problem {
+                        accepted: (
+                            Reason::NoValidCACertificate,
+                            "no caCertificateRef holds a usable CA certificate".to_string(),
+                        ),
+                        resolved: ref_problem.clone(),
+                    })
+                } else {
+                    Ok(BackendTrust::CaBundles(bundles))
+                }
+            }
+        }
+    };
+    let tls = trust.map(|trust| BackendTls {
+        sni: v.hostname.clone(),
+        trust,
+        subject_alt_names: subject_alt_names.unwrap_or_default(),
+        policy: key.to_string(),
+    });
+    Resolved { tls, ref_problem }
+}
+
+fn ca_bundle(
+    snapshot: &Snapshot,
+    namespace: &str,
+    group: &str,
+    kind: &str,
+    name: &str,
+) -> Result<CaBundle, (Reason, String)> {
+    let Some(holder) = ca_bundle::holder_kind(group, kind) else {
+        return Err((
+            Reason::InvalidKind,
+            format!(
+                "caCertificateRef {group}/{kind} {name:?}: only core ConfigMaps and Secrets hold CA certificates"
+            ),
+        ));
+    };
+    ca_bundle::load(snapshot, holder, &ObjectKey::new(namespace, name))
+        .map_err(|message| (Reason::InvalidCACertificateRef, message))
+}
