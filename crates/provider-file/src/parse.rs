@@ -173,7 +173,9 @@ impl Source<'_> {
                 serde_yaml_ng::from_str(text).map_err(|e| yaml_error(&e, *first_line))
             }
             Source::Json(text) => {
-                serde_json::from_str(text).map_err(|e| (e.line(), e.column(), json_message(&e)))
+                // serde_json counts columns from 0 at a line start; ours are 1-based.
+                serde_json::from_str(text)
+                    .map_err(|e| (e.line(), e.column().max(1), json_message(&e)))
             }
             Source::YamlValue(value, line) => serde_yaml_ng::from_value(value.clone())
                 .map_err(|e| (*line, 1, strip_location(&e.to_string()))),

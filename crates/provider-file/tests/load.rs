@@ -249,6 +249,18 @@ fn json_type_error_is_located() {
     assert_eq!(loaded.errors[0].line, 4, "{}", loaded.errors[0]);
 }
 
+/// Found by fuzzing: an error at a line start was reported at column 0,
+/// which our positions reserve for "unknown".
+#[test]
+fn json_errors_have_one_based_columns() {
+    let dir = TempDir::new();
+    dir.write("cut.json", "{\n");
+    let loaded = load_dir(dir.path());
+    assert_eq!(loaded.errors.len(), 1);
+    let error = &loaded.errors[0];
+    assert_eq!((error.line, error.column), (2, 1), "{error}");
+}
+
 #[test]
 fn https_listener_tls_rules_are_checked() {
     let dir = TempDir::new();

@@ -106,11 +106,13 @@ fn hex_value(b: u8) -> Option<u8> {
 const UPPER_HEX: &[u8; 16] = b"0123456789ABCDEF";
 
 fn decode_unreserved(bytes: &[u8], slashes: EscapedSlashes) -> Result<String, PathError> {
-    let mut out = String::with_capacity(bytes.len());
+    // Bytes, not chars: a multi-byte UTF-8 character is copied byte by
+    // byte and must come out as the same character.
+    let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         if b != b'%' {
-            out.push(char::from(b));
+            out.push(b);
             i += 1;
             continue;
         }
@@ -127,18 +129,17 @@ fn decode_unreserved(bytes: &[u8], slashes: EscapedSlashes) -> Result<String, Pa
             return Err(PathError::EscapedSlash);
         }
         if is_unreserved(value) {
-            out.push(char::from(value));
+            out.push(value);
         } else {
-            out.push('%');
+            out.push(b'%');
             for nibble in [hi, lo] {
-                out.push(char::from(
-                    UPPER_HEX.get(usize::from(nibble)).copied().unwrap_or(b'0'),
-                ));
+                out.push(UPPER_HEX.get(usize::from(nibble)).copied().unwrap_or(b'0'));
             }
         }
         i += 3;
     }
-    Ok(out)
+    // Valid: the input was UTF-8 and only ASCII was decoded or added.
+    String::from_utf8(out).map_err(|_| PathError::MalformedEscape)
 }
 
 /// RFC 3986 section 5.2.4 on a path starting with `/`: `.` segments go,
@@ -218,6 +219,10 @@ mod tests {
             ("/a%3ab", "/a%3Ab"),
             ("/q%3fx", "/q%3Fx"),
             ("/pct%25", "/pct%25"),
+            // Multi-byte characters survive decoding around them (found by
+            // fuzzing: they used to come out as Latin-1 pairs).
+            ("/é/%41", "/é/A"),
+            ("/日本/%7e", "/日本/~"),
         ];
         for (raw, want) in cases {
             assert_eq!(norm(raw).unwrap(), want, "{raw}");

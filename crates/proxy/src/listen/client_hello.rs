@@ -168,6 +168,9 @@ fn parse_hello_body(body: &[u8]) -> Option<ClientHello> {
     Some(hello)
 }
 
+/// The host name, lower-cased without its one optional trailing dot. A
+/// name with an empty label or bytes no DNS name has (controls, spaces,
+/// non-ASCII) makes the hello malformed, as TLS libraries treat it.
 fn server_name(data: &[u8]) -> Option<Option<String>> {
     let mut list = Reader(Reader(data).vec16()?);
     while !list.0.is_empty() {
@@ -176,7 +179,10 @@ fn server_name(data: &[u8]) -> Option<Option<String>> {
         if name_type == 0 {
             let name = std::str::from_utf8(name).ok()?;
             let name = name.strip_suffix('.').unwrap_or(name);
-            return Some(Some(name.to_ascii_lowercase()));
+            let plausible = name.split('.').all(|label| {
+                !label.is_empty() && label.bytes().all(|b| b.is_ascii_graphic() && b != b'.')
+            });
+            return plausible.then(|| Some(name.to_ascii_lowercase()));
         }
     }
     Some(None)
@@ -262,6 +268,29 @@ mod tests {
             parse(&truncated_inside),
             Err(Incomplete::Invalid(HelloError::Malformed))
         ));
+    }
+
+    /// A server_name extension body naming `name`.
+    fn sni_extension(name: &[u8]) -> Vec<u8> {
+        let len = u16::try_from(name.len()).unwrap();
+        let mut entry = vec![0u8];
+        entry.extend_from_slice(&len.to_be_bytes());
+        entry.extend_from_slice(name);
+        let mut body = u16::try_from(entry.len()).unwrap().to_be_bytes().to_vec();
+        body.extend_from_slice(&entry);
+        body
+    }
+
+    #[test]
+    fn server_names_with_empty_labels_or_controls_are_malformed() {
+        let name = |n: &[u8]| server_name(&sni_extension(n));
+        assert_eq!(name(b"A.Test."), Some(Some("a.test".to_string())));
+        // Found by fuzzing: only one trailing dot is the root label.
+        assert_eq!(name(b"a.."), None);
+        assert_eq!(name(b".a"), None);
+        assert_eq!(name(b"a\x01b"), None);
+        assert_eq!(name(b"a b"), None);
+        assert_eq!(name(b""), None);
     }
 
     #[tokio::test]

@@ -167,11 +167,7 @@ const HOP_HEADERS: [&str; 8] = [
 ];
 
 fn header_name(name: &str) -> Result<String, String> {
-    let valid = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if !valid {
+    if !super::is_token(name) {
         return Err(format!("{name:?} is not a valid header name"));
     }
     let lower = name.to_ascii_lowercase();

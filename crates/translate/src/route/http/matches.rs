@@ -52,6 +52,12 @@ fn compile_match(m: &HttpRouteRulesMatches) -> Result<RouteMatch, String> {
         if name.is_empty() {
             return Err("header match with an empty name".to_string());
         }
+        if !super::is_token(&name) {
+            return Err(format!(
+                "header match name {:?} is not a valid header name",
+                h.name
+            ));
+        }
         // Equivalent names: only the first entry counts.
         if headers.iter().any(|x| x.name == name) {
             continue;

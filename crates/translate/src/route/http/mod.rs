@@ -19,6 +19,14 @@ pub struct CompiledHttp {
     pub unresolved: Option<Unresolved>,
 }
 
+/// An RFC 9110 token: what a header name may be.
+fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
 pub fn compile(lookup: &Lookup<'_>, key: &ObjectKey, route: &HttpRoute) -> CompiledHttp {
     let mut out = CompiledHttp {
         rules: Vec::new(),
