@@ -29,6 +29,8 @@ echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee "$target/test-output.log"
 passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' "$target/test-output.log" | awk '{s+=$4} END {print s+0}')
 echo "workspace: ${passed} passed, 0 failed"
+echo "== fuzz corpora and regressions, replayed without libFuzzer (docs/fuzzing.md)"
+CARGO_TARGET_DIR="$target" cargo test --manifest-path fuzz/Cargo.toml --locked
 
 echo "== h2spec --strict against an h2c and an HTTPS listener"
 scripts/h2spec.sh
