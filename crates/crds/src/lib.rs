@@ -33,11 +33,13 @@ use kube::CustomResourceExt;
 pub const GROUP: &str = "gateway.coxswain-labs.dev";
 
 /// Every CustomResourceDefinition Coxswain ships, in a stable order.
+///
+/// Only kinds something reads: CoxswainGatewayParameters is answered (a
+/// Gateway naming it gets `InvalidParameters` until dedicated proxy pools
+/// exist). CoxswainBackendPolicy has types but no reader yet, so its CRD is
+/// not installed: creating one fails loudly instead of being ignored.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    vec![
-        CoxswainGatewayParameters::crd(),
-        CoxswainBackendPolicy::crd(),
-    ]
+    vec![CoxswainGatewayParameters::crd()]
 }
 
 /// One CRD as a YAML document (without the leading `---`).

@@ -39,10 +39,7 @@ fn no_other_files_in_deploy_crds() {
 fn crds_are_namespaced_in_our_group_with_a_schema() {
     let crds = coxswain_crds::all();
     let names: Vec<_> = crds.iter().map(|c| c.spec.names.kind.clone()).collect();
-    assert_eq!(
-        names,
-        ["CoxswainGatewayParameters", "CoxswainBackendPolicy"]
-    );
+    assert_eq!(names, ["CoxswainGatewayParameters"]);
     for crd in crds {
         assert_eq!(crd.spec.group, coxswain_crds::GROUP);
         assert_eq!(crd.spec.scope, "Namespaced");
@@ -61,9 +58,6 @@ fn crds_are_namespaced_in_our_group_with_a_schema() {
 fn enums_are_in_the_schema() {
     let yaml = coxswain_crds::all_yaml().unwrap();
     for value in [
-        "RoundRobin",
-        "Random",
-        "LeastRequest",
         "LoadBalancer",
         "NodePort",
         "ClusterIP",
