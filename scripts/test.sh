@@ -24,6 +24,7 @@ scripts/render-install.sh --check
 echo "== one-time cached builds (Kubernetes binaries, echo-basic)"
 scripts/cluster.sh build
 tools/fakelet/build-echo-basic.sh
+echo "== CRD field list matches the pinned Gateway API CRDs" && scripts/gen-crd-fields.sh --check
 
 echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee "$target/test-output.log"

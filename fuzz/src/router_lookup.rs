@@ -254,6 +254,7 @@ fn build_config(input: &Input) -> (Config, Vec<Option<Hostname>>) {
             hostname: h.clone(),
             tls: None,
             serve: Serve::Http(routes),
+            listener_set: None,
             backend_client_certificate: None,
         })
         .collect();

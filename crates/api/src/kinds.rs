@@ -219,6 +219,10 @@ kinds! {
         field: udp_routes, kind: "UDPRoute", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1alpha2"], cluster_scoped: false, route_input: false,
     }
+    ListenerSet: crate::ListenerSet {
+        field: listener_sets, kind: "ListenerSet", group: "gateway.networking.k8s.io",
+        versions: ["v1"], cluster_scoped: false, route_input: true,
+    }
     BackendTlsPolicy: crate::BackendTlsPolicy {
         field: backend_tls_policies, kind: "BackendTLSPolicy", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1alpha3"], cluster_scoped: false, route_input: false,

@@ -32,6 +32,7 @@ pub use gateway_api::apis::experimental as gw;
 
 /// BackendTLSPolicy is v1 (standard channel); the experimental module has none.
 pub use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
+pub use gateway_api::apis::standard::listenersets::ListenerSet;
 pub use gw::gatewayclasses::GatewayClass;
 pub use gw::gateways::Gateway;
 pub use gw::httproutes::HttpRoute;

@@ -159,6 +159,22 @@ pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> 
             check(kind.as_str(), key, &scope, &parent.conditions);
         }
     }
+    for (key, status) in &statuses.listener_sets {
+        check(
+            "ListenerSet",
+            key,
+            &String::new,
+            status.conditions.as_deref().unwrap_or_default(),
+        );
+        for listener in status.listeners.iter().flatten() {
+            check(
+                "ListenerSet",
+                key,
+                &|| format!("listener {}", listener.name),
+                &listener.conditions,
+            );
+        }
+    }
     for (key, status) in &statuses.backend_tls_policies {
         for ancestor in &status.ancestors {
             let scope = || format!("ancestor {}", ancestor.ancestor_ref.name);
@@ -176,6 +192,12 @@ pub fn all_statuses(statuses: &Statuses) -> Vec<(Kind, ObjectKey, Value)> {
         .map(|k| (Kind::GatewayClass, k))
         .chain(statuses.gateways.keys().map(|k| (Kind::Gateway, k)))
         .chain(statuses.routes.keys().map(|(r, k)| (api_kind(*r), k)))
+        .chain(
+            statuses
+                .listener_sets
+                .keys()
+                .map(|k| (Kind::ListenerSet, k)),
+        )
         .chain(
             statuses
                 .backend_tls_policies

@@ -109,14 +109,7 @@ spec:
 fn config_yaml(http: u16, certs: &Path, backends: &[String]) -> String {
     let read = |f: &str| std::fs::read_to_string(certs.join(f)).unwrap();
     format!(
-        "apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata:
-  name: coxswain
-spec:
-  controllerName: coxswain-labs.dev/gateway-controller
----
-apiVersion: gateway.networking.k8s.io/v1
+        "{GATEWAY_CLASS}apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata:
   name: gw

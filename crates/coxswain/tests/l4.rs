@@ -126,14 +126,7 @@ struct Ports {
 
 fn gateway_yaml(p: &Ports) -> String {
     format!(
-        "apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata:
-  name: coxswain
-spec:
-  controllerName: coxswain-labs.dev/gateway-controller
----
-apiVersion: gateway.networking.k8s.io/v1
+        "{GATEWAY_CLASS}apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata:
   name: l4

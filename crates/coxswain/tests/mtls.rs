@@ -20,14 +20,7 @@ fn indent(text: &str) -> String {
 fn config_yaml(strict: u16, fallback: u16, echo: u16, certs: &Path, ca_pem: &str) -> String {
     let read = |f: &str| std::fs::read_to_string(certs.join(f)).unwrap();
     format!(
-        "apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata:
-  name: coxswain
-spec:
-  controllerName: coxswain-labs.dev/gateway-controller
----
-apiVersion: gateway.networking.k8s.io/v1
+        "{GATEWAY_CLASS}apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata:
   name: mtls

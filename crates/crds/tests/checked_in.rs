@@ -57,11 +57,7 @@ fn crds_are_namespaced_in_our_group_with_a_schema() {
 #[test]
 fn enums_are_in_the_schema() {
     let yaml = coxswain_crds::all_yaml().unwrap();
-    for value in [
-        "LoadBalancer",
-        "NodePort",
-        "ClusterIP",
-    ] {
+    for value in ["LoadBalancer", "NodePort", "ClusterIP"] {
         assert!(
             yaml.contains(&format!("- {value}\n")),
             "schema lacks {value}"

@@ -52,6 +52,10 @@ pub struct Listener {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsTermination>,
     pub serve: Serve,
+    /// `namespace/name` of the ListenerSet that declared it; `None` for
+    /// the Gateway's own listeners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener_set: Option<String>,
     /// Presented to backends reached over TLS (the Gateway's
     /// `spec.tls.backend.clientCertificateRef`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

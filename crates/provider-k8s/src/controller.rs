@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use crate::address_pool::allocate;
 use crate::addresses::{AddressMode, overlay_load_balancer_addresses, pool_requests};
 use crate::coalesce::{CAP, QUIET, gather};
-use crate::gateway_service::{desired_service, desired_service_account};
+use crate::gateway_service::{desired_service, desired_service_account, served_ports};
 use crate::leader::{self, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::ours::{for_translation, our_classes, our_gateways};
@@ -152,13 +152,15 @@ pub fn translate_store(
     if let AddressMode::LoadBalancer { .. } = &config.addresses {
         overlay_load_balancer_addresses(&mut output.statuses, &view);
     }
-    for (_, gw) in our_gateways(&view, &classes) {
+    for (key, gw) in our_gateways(&view, &classes) {
         // Every Gateway gets an identity ServiceAccount carrying its
         // spec.infrastructure labels and annotations (GEP-1867); the
         // LoadBalancer mode also gets the Service that gives it an address.
         job.service_accounts.extend(desired_service_account(gw));
         if let AddressMode::LoadBalancer { proxy_selector } = &config.addresses {
-            job.services.extend(desired_service(gw, proxy_selector));
+            let served = served_ports(&output.ir, key);
+            job.services
+                .extend(desired_service(gw, proxy_selector, &served));
         }
     }
     job.statuses = output.statuses.clone();

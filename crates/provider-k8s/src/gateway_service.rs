@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use coxswain_api::gw::gateways::GatewayStatusAddresses;
-use coxswain_api::{Gateway, Service};
+use coxswain_api::{Gateway, ObjectKey, Service};
+use coxswain_ir::{Config, Transport};
 use k8s_openapi::api::core::v1::{ServiceAccount, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -50,15 +51,24 @@ fn metadata(gw: &Gateway) -> Option<ObjectMeta> {
     })
 }
 
-/// The Service exposing a Gateway: one TCP port per distinct listener port.
-pub fn desired_service(gw: &Gateway, proxy_selector: &BTreeMap<String, String>) -> Option<Service> {
-    let ports: BTreeSet<i32> = gw
-        .spec
-        .listeners
-        .iter()
-        .map(|l| l.port)
-        .filter(|p| (1..=65535).contains(p))
-        .collect();
+/// The Service exposing a Gateway: one port per distinct (protocol, port)
+/// of its listeners and of the ListenerSet listeners it serves (`served`,
+/// from the IR), UDP for UDP listeners and TCP for the rest.
+pub fn desired_service(
+    gw: &Gateway,
+    proxy_selector: &BTreeMap<String, String>,
+    served: &BTreeSet<(Transport, u16)>,
+) -> Option<Service> {
+    let own = gw.spec.listeners.iter().filter_map(|l| {
+        let port = u16::try_from(l.port).ok().filter(|p| *p != 0)?;
+        let transport = if l.protocol == "UDP" {
+            Transport::Udp
+        } else {
+            Transport::Tcp
+        };
+        Some((transport, port))
+    });
+    let ports: BTreeSet<(Transport, u16)> = own.chain(served.iter().copied()).collect();
     Some(Service {
         metadata: metadata(gw)?,
         spec: Some(ServiceSpec {
@@ -67,12 +77,18 @@ pub fn desired_service(gw: &Gateway, proxy_selector: &BTreeMap<String, String>) 
             ports: Some(
                 ports
                     .into_iter()
-                    .map(|port| ServicePort {
-                        name: Some(format!("port-{port}")),
-                        port,
-                        target_port: Some(IntOrString::Int(port)),
-                        protocol: Some("TCP".to_string()),
-                        ..ServicePort::default()
+                    .map(|(transport, port)| {
+                        let (name, protocol) = match transport {
+                            Transport::Tcp => (format!("port-{port}"), "TCP"),
+                            Transport::Udp => (format!("udp-{port}"), "UDP"),
+                        };
+                        ServicePort {
+                            name: Some(name),
+                            port: i32::from(port),
+                            target_port: Some(IntOrString::Int(i32::from(port))),
+                            protocol: Some(protocol.to_string()),
+                            ..ServicePort::default()
+                        }
                     })
                     .collect(),
             ),
@@ -80,6 +96,17 @@ pub fn desired_service(gw: &Gateway, proxy_selector: &BTreeMap<String, String>) 
         }),
         status: None,
     })
+}
+
+/// The (transport, port) of every socket in `ir` serving a listener of the
+/// Gateway `key` (its own or a ListenerSet's).
+pub fn served_ports(ir: &Config, key: &ObjectKey) -> BTreeSet<(Transport, u16)> {
+    let gateway = key.to_string();
+    ir.sockets
+        .iter()
+        .filter(|s| s.listeners.iter().any(|l| l.gateway == gateway))
+        .map(|s| (s.transport, s.port))
+        .collect()
 }
 
 pub fn desired_service_account(gw: &Gateway) -> Option<ServiceAccount> {

@@ -1,4 +1,4 @@
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use coxswain_api::{Gateway, Service};
 use serde_json::json;
@@ -30,7 +30,7 @@ fn selector() -> BTreeMap<String, String> {
 
 #[test]
 fn service_shape() {
-    let svc = desired_service(&gateway(), &selector()).unwrap();
+    let svc = desired_service(&gateway(), &selector(), &BTreeSet::new()).unwrap();
     assert_eq!(svc.metadata.name.as_deref(), Some("web-coxswain"));
     assert_eq!(svc.metadata.namespace.as_deref(), Some("apps"));
     let labels = svc.metadata.labels.as_ref().unwrap();
@@ -62,12 +62,12 @@ fn service_shape() {
 fn unstored_gateway_gets_no_service() {
     let mut gw = gateway();
     gw.metadata.uid = None;
-    assert!(desired_service(&gw, &selector()).is_none());
+    assert!(desired_service(&gw, &selector(), &BTreeSet::new()).is_none());
 }
 
 #[test]
 fn up_to_date_tolerates_server_defaults_and_extra_labels() {
-    let desired = desired_service(&gateway(), &selector()).unwrap();
+    let desired = desired_service(&gateway(), &selector(), &BTreeSet::new()).unwrap();
     let mut live = desired.clone();
     live.metadata
         .labels
@@ -103,6 +103,35 @@ fn ingress_ip_and_hostname_become_addresses() {
         vec![
             ("IPAddress".into(), "203.0.113.7".into()),
             ("Hostname".into(), "lb.example".into())
+        ]
+    );
+}
+
+#[test]
+fn listener_set_ports_and_udp_are_exposed() {
+    let mut gw = gateway();
+    gw.spec.listeners.push(
+        serde_json::from_value(json!(
+            {"name": "dns", "port": 53, "protocol": "UDP"}
+        ))
+        .unwrap(),
+    );
+    // A ListenerSet listener on 9443 the IR serves for this Gateway.
+    let served: BTreeSet<(Transport, u16)> = [(Transport::Tcp, 80), (Transport::Tcp, 9443)].into();
+    let svc = desired_service(&gw, &selector(), &served).unwrap();
+    let ports: Vec<(String, i32, String)> = svc
+        .spec
+        .iter()
+        .flat_map(|s| s.ports.iter().flatten())
+        .map(|p| (p.name.clone().unwrap(), p.port, p.protocol.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            ("port-80".to_string(), 80, "TCP".to_string()),
+            ("port-8080".to_string(), 8080, "TCP".to_string()),
+            ("port-9443".to_string(), 9443, "TCP".to_string()),
+            ("udp-53".to_string(), 53, "UDP".to_string()),
         ]
     );
 }

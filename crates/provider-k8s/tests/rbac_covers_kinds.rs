@@ -56,7 +56,7 @@ fn every_kind_with_status_may_update_it() {
     for kind in Kind::ALL {
         let writes_status = matches!(
             kind,
-            Kind::GatewayClass | Kind::Gateway | Kind::BackendTlsPolicy
+            Kind::GatewayClass | Kind::Gateway | Kind::ListenerSet | Kind::BackendTlsPolicy
         ) || coxswain_translate::route_kind(*kind).is_some();
         let (group, plural) = kind.visit(GroupPlural);
         let status = format!("{plural}/status");

@@ -76,6 +76,7 @@ fn listener(name: &str, hostname: Option<&str>, tls: Option<&TestCert>, serve: S
             client_validation: None,
         }),
         serve,
+        listener_set: None,
         backend_client_certificate: None,
     }
 }

@@ -49,6 +49,9 @@ pub enum Reason {
     ConfigurationChanged,
     InvalidClientCertificateRef,
     Conflicted,
+    TargetNotFound,
+    NotAllowed,
+    ParentNotAccepted,
 }
 
 impl ConditionType {
@@ -98,6 +101,9 @@ impl Reason {
             Reason::ConfigurationChanged => "ConfigurationChanged",
             Reason::InvalidClientCertificateRef => "InvalidClientCertificateRef",
             Reason::Conflicted => "Conflicted",
+            Reason::TargetNotFound => "TargetNotFound",
+            Reason::NotAllowed => "NotAllowed",
+            Reason::ParentNotAccepted => "ParentNotAccepted",
         }
     }
 }

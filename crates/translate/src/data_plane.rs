@@ -34,6 +34,14 @@ pub fn mark_unbound(statuses: &mut Statuses, ir: &Config, unbound: &[UnboundSock
             .iter()
             .find(|s| s.transport == failure.transport && s.addr() == failure.address);
         for listener in socket.iter().flat_map(|s| &s.listeners) {
+            let message = format!(
+                "the data plane cannot bind {} ({:?}): {}",
+                failure.address, failure.transport, failure.error
+            );
+            if let Some(set) = &listener.listener_set {
+                mark_set_listener(statuses, set, &listener.name, &message, now);
+                continue;
+            }
             let Some((namespace, name)) = listener.gateway.split_once('/') else {
                 continue;
             };
@@ -41,10 +49,6 @@ pub fn mark_unbound(statuses: &mut Statuses, ir: &Config, unbound: &[UnboundSock
             let Some(gateway) = statuses.gateways.get_mut(&key) else {
                 continue;
             };
-            let message = format!(
-                "the data plane cannot bind {} ({:?}): {}",
-                failure.address, failure.transport, failure.error
-            );
             let listeners = gateway.listeners.iter_mut().flatten();
             for status in listeners.filter(|l| l.name == listener.name) {
                 set(
@@ -71,4 +75,50 @@ pub fn mark_unbound(statuses: &mut Statuses, ir: &Config, unbound: &[UnboundSock
             }
         }
     }
+}
+
+/// A ListenerSet listener on an unbound socket: `Programmed=False`, and
+/// the ListenerSet too when none of its listeners is left programmed.
+fn mark_set_listener(
+    statuses: &mut Statuses,
+    set: &str,
+    listener: &str,
+    message: &str,
+    now: &Time,
+) {
+    let Some((namespace, name)) = set.split_once('/') else {
+        return;
+    };
+    let Some(status) = statuses
+        .listener_sets
+        .get_mut(&ObjectKey::new(namespace, name))
+    else {
+        return;
+    };
+    for entry in status
+        .listeners
+        .iter_mut()
+        .flatten()
+        .filter(|l| l.name == listener)
+    {
+        set_condition(&mut entry.conditions, message, now);
+    }
+    let any_programmed = status.listeners.iter().flatten().any(|l| {
+        l.conditions
+            .iter()
+            .any(|c| c.type_ == ConditionType::Programmed.as_str() && c.status == "True")
+    });
+    if !any_programmed && let Some(conditions) = status.conditions.as_mut() {
+        set_condition(conditions, "no listener of this ListenerSet is bound", now);
+    }
+}
+
+fn set_condition(conditions: &mut [Condition], message: &str, now: &Time) {
+    set(
+        conditions,
+        ConditionType::Programmed,
+        Reason::Invalid,
+        message,
+        now,
+    );
 }

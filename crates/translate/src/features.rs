@@ -34,6 +34,7 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "HTTPRouteRequestTimeout",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteSchemeRedirect",
+    "ListenerSet",
     "ReferenceGrant",
     "TCPRoute",
     "TLSRoute",

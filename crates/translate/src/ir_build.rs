@@ -11,7 +11,7 @@ use coxswain_ir::{
 };
 
 use crate::endpoints::SliceIndex;
-use crate::gateway::{GatewayModel, Protocol, TlsMode};
+use crate::gateway::{GatewayModel, ListenerOwner, Protocol, TlsMode};
 use crate::policy::backend_tls::BackendTlsIndex;
 use crate::route::{ClusterSpec, IrRoute, ListenerRoutes};
 
@@ -52,6 +52,10 @@ pub fn build_config(
                 hostname: l.hostname.clone(),
                 tls,
                 serve: serve(protocol, attached.into_iter().map(|a| a.route)),
+                listener_set: match &l.owner {
+                    ListenerOwner::Gateway => None,
+                    ListenerOwner::ListenerSet(key) => Some(key.to_string()),
+                },
                 backend_client_certificate: gw.backend_client_certificate(),
             };
             let transport = match protocol {
@@ -77,6 +81,7 @@ pub fn build_config(
                     .cmp(&HostSpecificity::of(b.hostname.as_ref()))
                     .then_with(|| a.hostname.cmp(&b.hostname))
                     .then_with(|| a.gateway.cmp(&b.gateway))
+                    .then_with(|| a.listener_set.cmp(&b.listener_set))
                     .then_with(|| a.name.cmp(&b.name))
             });
             Socket {

@@ -106,6 +106,17 @@ fn translate_memoised(
             .collect(),
         routes: attachments.statuses,
         backend_tls_policies: backend_tls.statuses(&attachments.gateways_by_service, options),
+        listener_sets: gateways
+            .values()
+            .flat_map(|gw| {
+                gw.listener_sets.iter().map(move |set| {
+                    (
+                        set.key.clone(),
+                        gateway::listener_set_status(gw, set, options),
+                    )
+                })
+            })
+            .collect(),
     };
     Output { ir, statuses }
 }

@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use coxswain_api::gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicyStatus;
+use coxswain_api::gateway_api::apis::standard::listenersets::ListenerSetStatus;
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
 use coxswain_api::gw::gateways::GatewayStatus;
 use coxswain_ir::RouteKind;
@@ -26,6 +27,7 @@ pub struct Statuses {
     /// unchanged route's status is not rebuilt.
     pub routes: BTreeMap<RouteKey, Arc<RouteStatus>>,
     pub backend_tls_policies: BTreeMap<ObjectKey, BackendTlsPolicyStatus>,
+    pub listener_sets: BTreeMap<ObjectKey, ListenerSetStatus>,
 }
 
 /// The API kind of a route kind.
@@ -58,6 +60,7 @@ impl Statuses {
             Kind::GatewayClass => serde_json::to_value(self.gateway_classes.get(key)?),
             Kind::Gateway => serde_json::to_value(self.gateways.get(key)?),
             Kind::BackendTlsPolicy => serde_json::to_value(self.backend_tls_policies.get(key)?),
+            Kind::ListenerSet => serde_json::to_value(self.listener_sets.get(key)?),
             _ => {
                 let route = (route_kind(kind)?, key.clone());
                 serde_json::to_value(self.routes.get(&route)?.as_ref())
@@ -103,6 +106,16 @@ impl Output {
                 .iter()
                 .all(|a| ok(&a.conditions, &["Accepted", "ResolvedRefs"]))
         });
-        classes && gateways && routes && policies
+        let sets = self.statuses.listener_sets.values().all(|s| {
+            ok(
+                s.conditions.as_deref().unwrap_or_default(),
+                &["Accepted", "Programmed"],
+            ) && s
+                .listeners
+                .iter()
+                .flatten()
+                .all(|l| ok(&l.conditions, &["Accepted", "Programmed", "ResolvedRefs"]))
+        });
+        classes && gateways && routes && policies && sets
     }
 }

@@ -213,6 +213,7 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "tcproute",
                 "udproute",
                 "backendtlspolicy",
+                "listenerset",
                 "endpoints",
                 "referencegrant"
             ]

@@ -13,6 +13,16 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_coxswain");
 
+/// The GatewayClass Coxswain serves, as the first document of a config.
+pub const GATEWAY_CLASS: &str = "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata:
+  name: coxswain
+spec:
+  controllerName: coxswain-labs.dev/gateway-controller
+---
+";
+
 /// How long any condition may take before a test fails.
 pub const DEADLINE: Duration = Duration::from_secs(20);
 

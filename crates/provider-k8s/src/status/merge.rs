@@ -4,8 +4,11 @@
 //! parents left alone. Also the "would this write change anything?" test.
 
 use coxswain_api::gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicyStatus;
+use coxswain_api::gateway_api::apis::standard::listenersets::{
+    ListenerSetStatus, ListenerSetStatusListeners,
+};
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
-use coxswain_api::gw::gateways::GatewayStatus;
+use coxswain_api::gw::gateways::{GatewayStatus, GatewayStatusListeners};
 use coxswain_api::gw::httproutes::HttpRouteStatus;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use coxswain_translate::MAX_ANCESTORS;
@@ -48,20 +51,67 @@ pub fn merge_gateway_class(
     desired
 }
 
-pub fn merge_gateway(live: Option<&GatewayStatus>, mut desired: GatewayStatus) -> GatewayStatus {
-    desired.conditions =
-        merge_optional(live.and_then(|l| l.conditions.as_ref()), desired.conditions);
-    let live_listeners = live
-        .and_then(|l| l.listeners.as_deref())
-        .unwrap_or_default();
-    for listener in desired.listeners.iter_mut().flatten() {
-        let old = live_listeners.iter().find(|l| l.name == listener.name);
-        let conditions = std::mem::take(&mut listener.conditions);
-        listener.conditions = merge_conditions(
-            old.map(|o| o.conditions.as_slice()).unwrap_or_default(),
+/// A listener's status entry, in a Gateway or a ListenerSet.
+trait ListenerEntry {
+    fn name(&self) -> &str;
+    fn conditions(&self) -> &[Condition];
+    fn conditions_mut(&mut self) -> &mut Vec<Condition>;
+}
+
+macro_rules! listener_entries {
+    ($($t:ty),*) => {$(
+        impl ListenerEntry for $t {
+            fn name(&self) -> &str {
+                &self.name
+            }
+            fn conditions(&self) -> &[Condition] {
+                &self.conditions
+            }
+            fn conditions_mut(&mut self) -> &mut Vec<Condition> {
+                &mut self.conditions
+            }
+        }
+    )*};
+}
+
+listener_entries!(GatewayStatusListeners, ListenerSetStatusListeners);
+
+/// Each desired listener's conditions, merged with those of the live entry
+/// of the same name.
+fn merge_listeners<L: ListenerEntry>(live: Option<&[L]>, desired: Option<&mut Vec<L>>) {
+    let live = live.unwrap_or_default();
+    for listener in desired.into_iter().flatten() {
+        let old = live.iter().find(|l| l.name() == listener.name());
+        let conditions = std::mem::take(listener.conditions_mut());
+        *listener.conditions_mut() = merge_conditions(
+            old.map(ListenerEntry::conditions).unwrap_or_default(),
             conditions,
         );
     }
+}
+
+pub fn merge_gateway(live: Option<&GatewayStatus>, mut desired: GatewayStatus) -> GatewayStatus {
+    desired.conditions =
+        merge_optional(live.and_then(|l| l.conditions.as_ref()), desired.conditions);
+    merge_listeners(
+        live.and_then(|l| l.listeners.as_deref()),
+        desired.listeners.as_mut(),
+    );
+    desired
+}
+
+/// ListenerSet status: like a Gateway's, conditions and per-listener
+/// conditions keep their times when unchanged.
+pub fn merge_listener_set(
+    live: Option<&ListenerSetStatus>,
+    mut desired: ListenerSetStatus,
+) -> ListenerSetStatus {
+    desired.conditions =
+        merge_optional(live.and_then(|l| l.conditions.as_ref()), desired.conditions);
+    merge_listeners(
+        live.and_then(|l| l.listeners.as_deref()),
+        desired.listeners.as_mut(),
+    );
     desired
 }
 

@@ -21,7 +21,8 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until, timeout};
 
 use super::merge::{
-    merge_backend_tls_policy, merge_gateway, merge_gateway_class, merge_route, same_ignoring_times,
+    merge_backend_tls_policy, merge_gateway, merge_gateway_class, merge_listener_set, merge_route,
+    same_ignoring_times,
 };
 use super::resources::ResourceWriter;
 use crate::metrics::Metrics;
@@ -161,6 +162,21 @@ async fn pass(
             RouteKind::Tls => plan.route(name, key, snapshot.tls_routes.get(key), desired, client),
             RouteKind::Tcp => plan.route(name, key, snapshot.tcp_routes.get(key), desired, client),
             RouteKind::Udp => plan.route(name, key, snapshot.udp_routes.get(key), desired, client),
+        }
+    }
+    for (key, desired) in &job.statuses.listener_sets {
+        if let Some(live) = snapshot.listener_sets.get(key) {
+            let merged = merge_listener_set(live.status.as_ref(), desired.clone());
+            let api = Api::namespaced(client.clone(), &key.namespace);
+            plan.write(
+                "ListenerSet",
+                key,
+                &**live,
+                live.status.as_ref(),
+                merged,
+                api,
+                |o, s| o.status = Some(s),
+            );
         }
     }
     for (key, desired) in &job.statuses.backend_tls_policies {

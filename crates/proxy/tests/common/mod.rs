@@ -216,6 +216,7 @@ pub fn gateway_listener(name: &str, hostname: Option<&str>, routes: Vec<Route>) 
         hostname: hostname.map(host),
         tls: None,
         serve: Serve::Http(routes.into_iter().map(Arc::new).collect()),
+        listener_set: None,
         backend_client_certificate: None,
     }
 }

@@ -44,6 +44,7 @@ fn one_socket(routes: Vec<Route>) -> Config {
         hostname: None,
         tls: None,
         serve: Serve::Http(routes.into_iter().map(Arc::new).collect()),
+        listener_set: None,
         backend_client_certificate: None,
     };
     Config {

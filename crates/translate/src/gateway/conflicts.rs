@@ -20,7 +20,8 @@ fn protocol_family(protocol: &str) -> &str {
 pub fn mark_conflicts(listeners: &mut [ListenerModel]) {
     let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, l) in listeners.iter().enumerate() {
-        if l.port != 0 {
+        // One already conflicted (with an earlier listener) holds nothing.
+        if l.port != 0 && l.conflict.is_none() {
             by_port.entry(l.port).or_default().push(i);
         }
     }
@@ -67,6 +68,50 @@ pub fn mark_conflicts(listeners: &mut [ListenerModel]) {
     }
     for (i, reason, message) in conflicts {
         if let Some(l) = listeners.get_mut(i) {
+            if l.accepted.is_ok() {
+                l.accepted = Err((reason, message.clone()));
+            }
+            l.conflict = Some((reason, message));
+        }
+    }
+}
+
+/// Marks the listeners of `later` (one ListenerSet) that clash with any in
+/// `earlier` (the Gateway's own, then older ListenerSets'): the merged
+/// list's precedence lets the earlier listener keep the port.
+pub fn mark_against_earlier(earlier: &[ListenerModel], later: &mut [ListenerModel]) {
+    for l in later.iter_mut() {
+        if l.port == 0 || l.conflict.is_some() {
+            continue;
+        }
+        let udp = l.protocol_name == "UDP";
+        // An earlier listener that is itself conflicted holds nothing.
+        let same_space = earlier.iter().filter(|e| {
+            e.conflict.is_none() && e.port == l.port && (e.protocol_name == "UDP") == udp
+        });
+        let mut found = None;
+        for e in same_space {
+            if protocol_family(&e.protocol_name) != protocol_family(&l.protocol_name) {
+                found = Some((
+                    Reason::ProtocolConflict,
+                    format!(
+                        "port {} is already used with protocol {} by an earlier listener",
+                        l.port, e.protocol_name
+                    ),
+                ));
+                break;
+            }
+            if dispatch_hostname(e) == dispatch_hostname(l) {
+                found = Some((
+                    Reason::HostnameConflict,
+                    format!(
+                        "an earlier listener on port {} has the same hostname",
+                        l.port
+                    ),
+                ));
+            }
+        }
+        if let Some((reason, message)) = found {
             if l.accepted.is_ok() {
                 l.accepted = Err((reason, message.clone()));
             }

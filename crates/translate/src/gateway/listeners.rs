@@ -3,7 +3,7 @@
 use coxswain_api::gw::gateways::{
     GatewayListeners, GatewayListenersAllowedRoutesNamespacesFrom, GatewayListenersTlsMode,
 };
-use coxswain_api::{GATEWAY_GROUP, Snapshot};
+use coxswain_api::{GATEWAY_GROUP, ObjectKey, Snapshot};
 use coxswain_ir::{Hostname, RouteKind};
 
 use crate::conditions::Reason;
@@ -68,10 +68,21 @@ impl Protocol {
     }
 }
 
+/// Who declared a listener: the Gateway itself or an attached ListenerSet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListenerOwner {
+    Gateway,
+    ListenerSet(ObjectKey),
+}
+
 /// A listener after validation. `accepted` holds the reason it was rejected.
 #[derive(Clone, Debug)]
 pub struct ListenerModel {
     pub name: String,
+    pub owner: ListenerOwner,
+    /// The owner's namespace: `allowedRoutes` `Same` and certificateRefs
+    /// are relative to it.
+    pub namespace: String,
     pub port: u16,
     /// `spec.protocol` as written (for messages and conflict checks).
     pub protocol_name: String,
@@ -115,10 +126,10 @@ impl ListenerModel {
         self.protocol == Some(Protocol::Https)
     }
 
-    /// May a route in `route_ns` attach, given the Gateway lives in `gateway_ns`?
-    pub fn allows_namespace(&self, snapshot: &Snapshot, gateway_ns: &str, route_ns: &str) -> bool {
+    /// May a route in `route_ns` attach (`Same` is the owner's namespace)?
+    pub fn allows_namespace(&self, snapshot: &Snapshot, route_ns: &str) -> bool {
         match &self.namespaces {
-            AllowedNamespaces::Same => gateway_ns == route_ns,
+            AllowedNamespaces::Same => self.namespace == route_ns,
             AllowedNamespaces::All => true,
             AllowedNamespaces::Selector(selector) => {
                 let key = coxswain_api::ObjectKey::cluster(route_ns);
@@ -135,7 +146,8 @@ impl ListenerModel {
 
 pub fn build_listener(
     snapshot: &Snapshot,
-    gateway_ns: &str,
+    owner: &ListenerOwner,
+    namespace: &str,
     spec: &GatewayListeners,
 ) -> ListenerModel {
     let protocol = Protocol::of(spec);
@@ -164,6 +176,11 @@ pub fn build_listener(
         .flatten()
     {
         Err(e)
+    } else if let Some(keys) = tls_options(spec) {
+        Err((
+            Reason::UnsupportedValue,
+            format!("tls.options {keys} are not supported; the listener does not serve"),
+        ))
     } else if port.is_none() {
         Err((
             Reason::PortUnavailable,
@@ -176,8 +193,17 @@ pub fn build_listener(
     } else {
         Ok(())
     };
+    let referrer = tls::Referrer {
+        kind: match owner {
+            ListenerOwner::Gateway => "Gateway",
+            ListenerOwner::ListenerSet(_) => "ListenerSet",
+        },
+        namespace,
+    };
     ListenerModel {
         name: spec.name.clone(),
+        owner: owner.clone(),
+        namespace: namespace.to_string(),
         port: port.unwrap_or(0),
         protocol_name: spec.protocol.clone(),
         protocol,
@@ -190,9 +216,19 @@ pub fn build_listener(
         attached_routes: 0,
         tls: protocol
             .filter(|p| p.terminates_tls())
-            .map(|_| tls::resolve(snapshot, gateway_ns, spec)),
+            .map(|_| tls::resolve(snapshot, referrer, spec)),
         frontend: None,
     }
+}
+
+/// The keys of a non-empty `tls.options`: none is implemented, and an
+/// option such as a minimum TLS version must not be silently ignored.
+fn tls_options(spec: &GatewayListeners) -> Option<String> {
+    let options = spec.tls.as_ref()?.options.as_ref()?;
+    (!options.is_empty()).then(|| {
+        let keys: Vec<&str> = options.keys().map(String::as_str).collect();
+        keys.join(", ")
+    })
 }
 
 fn allowed_namespaces(spec: &GatewayListeners) -> Result<AllowedNamespaces, String> {

@@ -3,10 +3,13 @@
 mod addresses;
 mod conflicts;
 mod frontend_tls;
+mod listener_sets;
 mod listeners;
 mod tls;
 
-pub use listeners::{ListenerModel, Protocol, TlsMode};
+use listener_sets::AllowedListeners;
+pub use listener_sets::{ListenerSetModel, parent_of, status as listener_set_status};
+pub use listeners::{ListenerModel, ListenerOwner, Protocol, TlsMode};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -33,12 +36,19 @@ pub struct GatewayModel {
     pub invalid_parameters: Option<String>,
     /// Set when the Gateway's class is ours but not accepted.
     pub class_rejected: Option<String>,
+    /// A field Coxswain does not implement (the Gateway is not accepted).
+    pub unsupported: Option<String>,
     /// Some client validation lets invalid clients in (AllowInsecureFallback).
     pub insecure_fallback: bool,
     /// `spec.tls.backend.clientCertificateRef`: the certificate presented
     /// to TLS backends, or why it is unusable (Gateway ResolvedRefs=False).
     pub backend_client: Option<Result<TlsCertificate, (Reason, String)>>,
+    /// Its own listeners, then those of admitted ListenerSets.
     pub listeners: Vec<ListenerModel>,
+    pub allowed_listeners: AllowedListeners,
+    /// Every ListenerSet naming this Gateway, admitted or not, in merge
+    /// order.
+    pub listener_sets: Vec<ListenerSetModel>,
 }
 
 impl GatewayModel {
@@ -52,11 +62,12 @@ impl GatewayModel {
         self.usable() && listener.is_served()
     }
 
-    fn usable(&self) -> bool {
+    pub fn usable(&self) -> bool {
         self.addresses.is_ok()
             && self.unusable.is_none()
             && self.invalid_parameters.is_none()
             && self.class_rejected.is_none()
+            && self.unsupported.is_none()
     }
 }
 
@@ -69,6 +80,16 @@ fn invalid_parameters(gw: &Gateway) -> Option<String> {
         "parametersRef {}/{} {:?} is not supported: Coxswain applies no Gateway parameters yet",
         r.group, r.kind, r.name
     ))
+}
+
+/// Default Gateways (`spec.defaultScope`) are not implemented: such a
+/// Gateway is not accepted rather than silently not claiming routes.
+fn unsupported_fields(gw: &Gateway) -> Option<String> {
+    gw.spec.default_scope.as_ref().map(|scope| {
+        format!(
+            "defaultScope {scope:?} is not supported: Coxswain Gateways are never default Gateways"
+        )
+    })
 }
 
 /// The Gateway's backend client certificate, when it names one.
@@ -91,9 +112,13 @@ fn backend_client_certificate(
         name: &r.name,
         namespace: r.namespace.as_deref(),
     };
+    let owner = tls::Referrer {
+        kind: "Gateway",
+        namespace,
+    };
     Some(tls::secret_certificate(
         snapshot,
-        namespace,
+        owner,
         &reference,
         Reason::InvalidClientCertificateRef,
     ))
@@ -125,18 +150,11 @@ pub fn build_gateways(
                 .spec
                 .listeners
                 .iter()
-                .map(|l| listeners::build_listener(snapshot, &key.namespace, l))
+                .map(|l| {
+                    listeners::build_listener(snapshot, &ListenerOwner::Gateway, &key.namespace, l)
+                })
                 .collect();
             conflicts::mark_conflicts(&mut listeners);
-            frontend_tls::resolve_all(snapshot, gw, &key.namespace, &mut listeners);
-            for l in &mut listeners {
-                if l.accepted.is_ok() && l.frontend.as_ref().is_some_and(|f| f.no_valid_ca) {
-                    l.accepted = Err((
-                        Reason::NoValidCACertificate,
-                        "client certificate validation has no usable CA certificate; the listener does not serve".to_string(),
-                    ));
-                }
-            }
             let mut addresses =
                 addresses::bind_addresses(gw.spec.addresses.as_deref(), options.default_address);
             let mut unusable = None;
@@ -157,16 +175,31 @@ pub fn build_gateways(
                         gw.spec.gateway_class_name
                     )
                 });
-            let model = GatewayModel {
+            let mut model = GatewayModel {
                 generation: gw.metadata.generation,
                 addresses,
                 unusable,
                 invalid_parameters: invalid_parameters(gw),
+                unsupported: unsupported_fields(gw),
                 class_rejected,
                 insecure_fallback: frontend_tls::insecure_fallback(gw),
                 backend_client: backend_client_certificate(snapshot, gw, &key.namespace),
                 listeners,
+                allowed_listeners: AllowedListeners::of(gw.spec.allowed_listeners.as_ref()),
+                listener_sets: Vec::new(),
             };
+            listener_sets::merge(snapshot, key, &mut model);
+            // Frontend validation is the Gateway's, per port: it covers
+            // ListenerSet listeners on that port too.
+            frontend_tls::resolve_all(snapshot, gw, &key.namespace, &mut model.listeners);
+            for l in &mut model.listeners {
+                if l.accepted.is_ok() && l.frontend.as_ref().is_some_and(|f| f.no_valid_ca) {
+                    l.accepted = Err((
+                        Reason::NoValidCACertificate,
+                        "client certificate validation has no usable CA certificate; the listener does not serve".to_string(),
+                    ));
+                }
+            }
             (key.clone(), model)
         })
         .collect()
@@ -177,12 +210,15 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
         generation: model.generation,
         now: &options.now,
     };
-    let total = model.listeners.len();
-    let valid = model
+    // The Gateway's status covers its own listeners; ListenerSets report
+    // theirs.
+    let own: Vec<&ListenerModel> = model
         .listeners
         .iter()
-        .filter(|l| l.accepted.is_ok())
-        .count();
+        .filter(|l| l.owner == ListenerOwner::Gateway)
+        .collect();
+    let total = own.len();
+    let valid = own.iter().filter(|l| l.accepted.is_ok()).count();
     let accepted = match &model.addresses {
         _ if model.class_rejected.is_some() => Cond::new(
             ConditionType::Accepted,
@@ -195,6 +231,12 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
             false,
             Reason::InvalidParameters,
             model.invalid_parameters.clone().unwrap_or_default(),
+        ),
+        _ if model.unsupported.is_some() => Cond::new(
+            ConditionType::Accepted,
+            false,
+            Reason::Invalid,
+            model.unsupported.clone().unwrap_or_default(),
         ),
         Err(e) => Cond::new(
             ConditionType::Accepted,
@@ -215,14 +257,20 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
             "Gateway is accepted",
         ),
     };
-    let any_served = model.listeners.iter().any(|l| model.listener_served(l));
+    let any_served = own.iter().any(|l| model.listener_served(l));
+    let any_bound = model.listeners.iter().any(|l| model.listener_served(l));
     let programmed = match (&model.addresses, &model.unusable) {
-        _ if model.invalid_parameters.is_some() || model.class_rejected.is_some() => Cond::new(
-            ConditionType::Programmed,
-            false,
-            Reason::Invalid,
-            "Gateway is not accepted",
-        ),
+        _ if model.invalid_parameters.is_some()
+            || model.class_rejected.is_some()
+            || model.unsupported.is_some() =>
+        {
+            Cond::new(
+                ConditionType::Programmed,
+                false,
+                Reason::Invalid,
+                "Gateway is not accepted",
+            )
+        }
         (Ok(_), Some(why)) => Cond::new(
             ConditionType::Programmed,
             false,
@@ -248,13 +296,12 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
             "no listener of this Gateway can be served",
         ),
     };
-    let listeners = model
-        .listeners
+    let listeners = own
         .iter()
         .map(|l| listener_status(model, l, &stamp))
         .collect();
     let addresses = match &model.addresses {
-        Ok(ips) if any_served => Some(
+        Ok(ips) if any_bound => Some(
             ips.iter()
                 .map(|ip| GatewayStatusAddresses {
                     r#type: Some("IPAddress".to_string()),
@@ -288,15 +335,22 @@ pub fn gateway_status(model: &GatewayModel, options: &Options) -> GatewayStatus 
             "client certificate validation lets clients without a valid certificate in (AllowInsecureFallback)",
         ));
     }
+    let attached = model
+        .listener_sets
+        .iter()
+        .filter(|set| listener_sets::is_accepted(model, set))
+        .count();
+    let counts_sets = !model.listener_sets.is_empty()
+        || !matches!(model.allowed_listeners, AllowedListeners::None);
     GatewayStatus {
         addresses,
-        attached_listener_sets: None,
+        attached_listener_sets: counts_sets.then(|| i32::try_from(attached).unwrap_or(i32::MAX)),
         conditions: Some(stamp.all(conditions)),
         listeners: Some(listeners),
     }
 }
 
-fn listener_status(
+pub fn listener_status(
     model: &GatewayModel,
     l: &ListenerModel,
     stamp: &Stamp<'_>,
@@ -350,6 +404,10 @@ fn listener_status(
             Reason::Programmed,
             "listener is programmed",
         )
+    } else if let Some((reason, msg)) = &l.conflict {
+        // A conflicted listener's port is not configured for it: the
+        // conflict is why it is not programmed.
+        Cond::new(ConditionType::Programmed, false, *reason, msg.clone())
     } else {
         Cond::new(
             ConditionType::Programmed,

@@ -31,8 +31,18 @@ pub fn mode_error(spec: &GatewayListeners) -> Option<(Reason, String)> {
     })
 }
 
-/// Resolves every certificateRef of an HTTPS listener of a Gateway in `gateway_ns`.
-pub fn resolve(snapshot: &Snapshot, gateway_ns: &str, spec: &GatewayListeners) -> TlsOutcome {
+/// The object whose listener (or backend setting) names a Secret: its kind
+/// and namespace decide the default namespace and which ReferenceGrant
+/// applies.
+#[derive(Clone, Copy, Debug)]
+pub struct Referrer<'a> {
+    /// `Gateway` or `ListenerSet`.
+    pub kind: &'static str,
+    pub namespace: &'a str,
+}
+
+/// Resolves every certificateRef of a listener `owner` holds.
+pub fn resolve(snapshot: &Snapshot, owner: Referrer<'_>, spec: &GatewayListeners) -> TlsOutcome {
     let refs = spec
         .tls
         .as_ref()
@@ -45,13 +55,13 @@ pub fn resolve(snapshot: &Snapshot, gateway_ns: &str, spec: &GatewayListeners) -
         ));
     }
     refs.iter()
-        .map(|r| resolve_one(snapshot, gateway_ns, r))
+        .map(|r| resolve_one(snapshot, owner, r))
         .collect()
 }
 
 fn resolve_one(
     snapshot: &Snapshot,
-    gateway_ns: &str,
+    owner: Referrer<'_>,
     r: &GatewayListenersTlsCertificateRefs,
 ) -> Result<TlsCertificate, (Reason, String)> {
     let reference = SecretRef {
@@ -60,12 +70,7 @@ fn resolve_one(
         name: &r.name,
         namespace: r.namespace.as_deref(),
     };
-    secret_certificate(
-        snapshot,
-        gateway_ns,
-        &reference,
-        Reason::InvalidCertificateRef,
-    )
+    secret_certificate(snapshot, owner, &reference, Reason::InvalidCertificateRef)
 }
 
 /// A reference from a Gateway to a Secret holding a certificate and key.
@@ -77,10 +82,10 @@ pub struct SecretRef<'a> {
 }
 
 /// The certificate and key of a `kubernetes.io/tls` Secret a Gateway in
-/// `gateway_ns` refers to; `bad` is the reason for an unusable one.
+/// `owner` refers to; `bad` is the reason for an unusable one.
 pub fn secret_certificate(
     snapshot: &Snapshot,
-    gateway_ns: &str,
+    owner: Referrer<'_>,
     r: &SecretRef<'_>,
     bad: Reason,
 ) -> Result<TlsCertificate, (Reason, String)> {
@@ -95,11 +100,11 @@ pub fn secret_certificate(
             ),
         ));
     }
-    let namespace = r.namespace.unwrap_or(gateway_ns);
+    let namespace = r.namespace.unwrap_or(owner.namespace);
     let from = From {
         group: GATEWAY_GROUP,
-        kind: "Gateway",
-        namespace: gateway_ns,
+        kind: owner.kind,
+        namespace: owner.namespace,
     };
     let to = To {
         group: "",
@@ -111,8 +116,8 @@ pub fn secret_certificate(
         return Err((
             Reason::RefNotPermitted,
             format!(
-                "no ReferenceGrant in {namespace} allows this Gateway to use Secret {:?}",
-                r.name
+                "no ReferenceGrant in {namespace} allows this {} to use Secret {:?}",
+                owner.kind, r.name
             ),
         ));
     }

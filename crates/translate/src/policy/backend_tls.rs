@@ -32,6 +32,9 @@ struct Resolved {
     tls: Result<BackendTls, Problem>,
     /// A reference problem that does not stop the policy (ResolvedRefs).
     ref_problem: Option<(Reason, String)>,
+    /// A targetRef that names no core Service port: the policy is not
+    /// Accepted (its valid targets still get TLS, the safe side).
+    target_problem: Option<(Reason, String)>,
 }
 
 /// Why a policy cannot be applied: the Accepted reason and, when a
@@ -66,9 +69,11 @@ impl<'a> BackendTlsIndex<'a> {
         let mut winners = BTreeMap::new();
         let mut conflicted = BTreeMap::new();
         for (key, policy) in by_age {
-            policies.insert(key.clone(), (policy, resolve(snapshot, key, policy)));
+            let mut resolved = resolve(snapshot, key, policy);
+            resolved.target_problem = target_problem(snapshot, key, policy);
+            policies.insert(key.clone(), (policy, resolved));
             for target in &policy.spec.target_refs {
-                if !target.group.is_empty() || target.kind != "Service" {
+                if !is_service(&target.group, &target.kind) {
                     continue;
                 }
                 let slot = (
@@ -128,6 +133,9 @@ impl<'a> BackendTlsIndex<'a> {
         let mut out = BTreeMap::new();
         for (key, (policy, resolved)) in &self.policies {
             let mut gateways: BTreeSet<&ObjectKey> = BTreeSet::new();
+            // A target of another kind has no ancestor of its own: the
+            // Gateways routing to a Service of that name carry the error,
+            // so it is seen where a Service was probably meant.
             for target in &policy.spec.target_refs {
                 let service = (key.namespace.clone(), target.name.clone());
                 gateways.extend(gateways_by_service.get(&service).into_iter().flatten());
@@ -174,6 +182,12 @@ impl<'a> BackendTlsIndex<'a> {
             }
             None => resolved_ok.clone(),
         };
+        if let Some((reason, message)) = &resolved.target_problem {
+            return vec![
+                Cond::new(ConditionType::Accepted, false, *reason, message.clone()),
+                resolved_cond(&resolved.ref_problem),
+            ];
+        }
         if let Some(older) = self.conflicted.get(key) {
             return vec![
                 Cond::new(
@@ -281,7 +295,53 @@ fn resolve(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTlsPolicy) -> R
         subject_alt_names: subject_alt_names.unwrap_or_default(),
         policy: key.to_string(),
     });
-    Resolved { tls, ref_problem }
+    Resolved {
+        tls,
+        ref_problem,
+        target_problem: None,
+    }
+}
+
+fn is_service(group: &str, kind: &str) -> bool {
+    group.is_empty() && kind == "Service"
+}
+
+/// The first targetRef that is not a core Service, or names a port the
+/// Service does not have.
+fn target_problem(
+    snapshot: &Snapshot,
+    key: &ObjectKey,
+    policy: &BackendTlsPolicy,
+) -> Option<(Reason, String)> {
+    policy.spec.target_refs.iter().find_map(|t| {
+        if !is_service(&t.group, &t.kind) {
+            return Some((
+                Reason::Invalid,
+                format!(
+                    "targetRef {}/{} {:?}: only core Services can be targets",
+                    t.group, t.kind, t.name
+                ),
+            ));
+        }
+        let section = t.section_name.as_deref().filter(|s| !s.is_empty())?;
+        let service = snapshot
+            .services
+            .get(&ObjectKey::new(&key.namespace, &t.name))?;
+        let has_port = service
+            .spec
+            .as_ref()
+            .and_then(|s| s.ports.as_ref())
+            .is_some_and(|ports| ports.iter().any(|p| p.name.as_deref() == Some(section)));
+        (!has_port).then(|| {
+            (
+                Reason::TargetNotFound,
+                format!(
+                    "Service {}/{} has no port named {section:?}",
+                    key.namespace, t.name
+                ),
+            )
+        })
+    })
 }
 
 fn ca_bundle(

@@ -11,7 +11,7 @@ use coxswain_ir::{Hostname, L4Route, Route};
 
 use crate::Options;
 use crate::conditions::{Cond, ConditionType, Reason};
-use crate::gateway::GatewayModel;
+use crate::gateway::{GatewayModel, ListenerOwner, parent_of};
 use crate::gateway::{Protocol, TlsMode};
 use crate::route::backends::Lookup;
 use crate::route::hostnames::effective_hostnames;
@@ -219,11 +219,23 @@ fn attach_parent(
     parent: &ParentRef,
     targets: &mut Vec<(ObjectKey, usize, Vec<Hostname>)>,
 ) -> Option<Cond> {
-    if parent.group() != GATEWAY_GROUP || parent.kind() != "Gateway" {
-        return None;
-    }
     let namespace = parent.namespace.as_deref().unwrap_or(&route.key.namespace);
-    let gw_key = ObjectKey::new(namespace, parent.name.as_str());
+    let parent_key = ObjectKey::new(namespace, parent.name.as_str());
+    let (gw_key, owner) = match (parent.group(), parent.kind()) {
+        (GATEWAY_GROUP, "Gateway") => (parent_key, ListenerOwner::Gateway),
+        (GATEWAY_GROUP, "ListenerSet") => {
+            let Some(set) = snapshot.listener_sets.get(&parent_key) else {
+                return Some(rejected(
+                    Reason::NoMatchingParent,
+                    format!("ListenerSet {parent_key} not found"),
+                ));
+            };
+            // A ListenerSet of another controller's Gateway is not ours.
+            let gw_key = parent_of(&parent_key, set)?;
+            (gw_key, ListenerOwner::ListenerSet(parent_key))
+        }
+        _ => return None,
+    };
     let Some(gateway) = gateways.get(&gw_key) else {
         if snapshot.gateways.contains_key(&gw_key) {
             return None; // another controller's Gateway
@@ -233,6 +245,19 @@ fn attach_parent(
             format!("Gateway {gw_key} not found"),
         ));
     };
+    if let ListenerOwner::ListenerSet(set_key) = &owner {
+        let refused = gateway
+            .listener_sets
+            .iter()
+            .find(|s| s.key == *set_key)
+            .and_then(|s| s.refused.as_ref());
+        if let Some((_, why)) = refused {
+            return Some(rejected(
+                Reason::NoMatchingParent,
+                format!("ListenerSet {set_key} is not attached to Gateway {gw_key}: {why}"),
+            ));
+        }
+    }
 
     let mut candidates = 0;
     let mut wrong_hostname = false;
@@ -242,6 +267,9 @@ fn attach_parent(
         Err(_) => Some(&[][..]),
     };
     for (idx, l) in gateway.listeners.iter().enumerate() {
+        if l.owner != owner {
+            continue;
+        }
         let section_ok = parent.section_name.as_deref().is_none_or(|s| s == l.name);
         let port_ok = parent.port.is_none_or(|p| p == i32::from(l.port));
         if !section_ok || !port_ok {
@@ -249,7 +277,7 @@ fn attach_parent(
         }
         candidates += 1;
         if !gateway.listener_routable(l, route.kind)
-            || !l.allows_namespace(snapshot, &gw_key.namespace, &route.key.namespace)
+            || !l.allows_namespace(snapshot, &route.key.namespace)
         {
             continue;
         }
@@ -268,7 +296,10 @@ fn attach_parent(
             (Some(s), Some(p)) => format!("no listener named {s:?} on port {p}"),
             (Some(s), None) => format!("no listener named {s:?}"),
             (None, Some(p)) => format!("no listener on port {p}"),
-            (None, None) => "Gateway has no listeners".to_string(),
+            (None, None) => match owner {
+                ListenerOwner::Gateway => "Gateway has no listeners".to_string(),
+                ListenerOwner::ListenerSet(_) => "ListenerSet has no listeners".to_string(),
+            },
         };
         return Some(rejected(Reason::NoMatchingParent, what));
     }

@@ -176,7 +176,7 @@ fn assert_on(scope: &Value, tokens: &[&str]) -> Result<(), String> {
         .split_once('=')
         .ok_or_else(|| format!("`{first}` is not name=value"))?;
     match name {
-        "attachedRoutes" | "parents" | "ancestors" => {
+        "attachedRoutes" | "attachedListenerSets" | "parents" | "ancestors" => {
             let got = match &scope[name] {
                 Value::Array(items) => items.len().to_string(),
                 other => other.to_string(),

@@ -159,8 +159,13 @@ fn serves(l: &Listener) -> &'static str {
     }
 }
 
+/// `ns/gateway/listener`, or `ns/gateway+setns/set/listener` for a
+/// ListenerSet's listener.
 fn listener_id(l: &Listener) -> String {
-    format!("{}/{}", l.gateway, l.name)
+    match &l.listener_set {
+        None => format!("{}/{}", l.gateway, l.name),
+        Some(set) => format!("{}+{set}/{}", l.gateway, l.name),
+    }
 }
 
 fn route_id(r: &Route) -> String {

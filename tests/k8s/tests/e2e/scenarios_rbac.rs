@@ -147,10 +147,12 @@ fn allowed(env: &Env, questions: &[Access]) -> anyhow::Result<Vec<bool>> {
 const WATCHED: &[(&str, &str)] = &[
     (GW, "gatewayclasses"),
     (GW, "gateways"),
+    (GW, "listenersets"),
     (GW, "httproutes"),
     (GW, "tlsroutes"),
     (GW, "tcproutes"),
     (GW, "udproutes"),
+    (GW, "backendtlspolicies"),
     (GW, "referencegrants"),
     (CORE, "services"),
     ("discovery.k8s.io", "endpointslices"),
@@ -165,6 +167,8 @@ const WATCHED: &[(&str, &str)] = &[
 const WITH_STATUS: &[&str] = &[
     "gatewayclasses",
     "gateways",
+    "listenersets",
+    "backendtlspolicies",
     "httproutes",
     "tlsroutes",
     "tcproutes",
