@@ -114,7 +114,7 @@ pub struct CaBundle {
     pub pem: Arc<str>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ClientValidationMode {
     /// A valid client certificate is required to complete the handshake.
     AllowValidOnly,

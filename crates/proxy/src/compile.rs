@@ -8,7 +8,7 @@ use std::sync::Arc;
 use coxswain_ir::{Config, Transport};
 
 use crate::l4::{L4Context, L4Table};
-use crate::listen::{SocketPlan, udp_table};
+use crate::listen::{Certificates, SocketPlan, udp_table};
 use crate::metrics::Metrics;
 use crate::router::{RouteCache, Router};
 
@@ -32,6 +32,7 @@ impl Compiled {
     pub fn new(config: &Config, metrics: &Metrics, cache: &mut RouteCache) -> Compiled {
         let router = Router::compile_reusing(config, metrics, cache);
         let clusters = cache.clusters();
+        let certificates = Certificates::default();
         let plans = config
             .sockets
             .iter()
@@ -47,6 +48,7 @@ impl Compiled {
                 let ctx = L4Context {
                     clusters: &clusters,
                     registry: &metrics.l4,
+                    certificates: &certificates,
                     identities: &identities,
                 };
                 let plan = match s.transport {

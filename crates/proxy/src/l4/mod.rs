@@ -13,6 +13,7 @@ use coxswain_ir::{HostSpecificity, Hostname, L4Route};
 
 use crate::backend_tls::BackendIdentity;
 use crate::cluster::{ClusterSet, ClusterState};
+use crate::listen::Certificates;
 use crate::route::{Target, route_label};
 use crate::weighted::Weighted;
 use metrics::{L4Registry, L4RouteMetrics};
@@ -38,10 +39,12 @@ impl L4Entry {
     }
 }
 
-/// What compiling a socket's L4 tables needs.
+/// What compiling a socket's plan (its L4 tables and TLS configs) needs.
 pub struct L4Context<'a> {
     pub clusters: &'a ClusterSet,
     pub registry: &'a L4Registry,
+    /// Parsed once per config, shared by the listeners presenting them.
+    pub certificates: &'a Certificates,
     /// The client certificate each listener of the socket presents to TLS
     /// backends, by listener index.
     pub identities: &'a [Option<Arc<BackendIdentity>>],

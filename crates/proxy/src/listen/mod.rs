@@ -3,6 +3,7 @@
 //! One accept loop per socket; stopping one drains only its connections.
 
 mod accept;
+mod certificates;
 mod client_auth;
 pub mod client_hello;
 mod preface;
@@ -10,6 +11,7 @@ mod rewind;
 pub mod tls;
 
 pub use accept::{ListenerTask, SharedPlan, spawn};
+pub use certificates::Certificates;
 
 use std::sync::Arc;
 

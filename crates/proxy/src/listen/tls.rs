@@ -7,15 +7,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use coxswain_ir::{Hostname, Listener, Serve, Socket, TlsCertificate, TlsTermination};
+use coxswain_ir::{Hostname, Listener, Serve, Socket, TlsTermination};
 
-use super::client_auth;
+use super::certificates::Certificates;
 use crate::backend_tls::BackendIdentity;
 use crate::l4::{BackendTlsUse, L4Context, L4Table};
 use rustls::ServerConfig;
 use rustls::crypto::ring;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
@@ -81,7 +79,7 @@ fn action(
     let table = |routes, tls| Arc::new(L4Table::compile(routes, ctx, tls));
     let config = |alpn: &[&[u8]]| {
         let tls = listener.tls.as_ref()?;
-        server_config(&listener.name, tls, alpn)
+        server_config(&listener.name, tls, alpn, ctx.certificates)
     };
     match &listener.serve {
         Serve::TlsPassthrough(routes) => TlsAction::Passthrough(table(routes, BackendTlsUse::AsIs)),
@@ -114,31 +112,18 @@ impl ResolvesServerCert for OneCertificate {
     }
 }
 
-fn certified_key(cert: &TlsCertificate) -> Result<CertifiedKey, String> {
-    let chain: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_slice_iter(cert.cert_chain_pem.as_bytes())
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("certificate chain: {e}"))?;
-    let key = PrivateKeyDer::from_pem_slice(cert.key_pem.0.as_bytes())
-        .map_err(|e| format!("private key: {e}"))?;
-    let signer = ring::default_provider()
-        .key_provider
-        .load_private_key(key)
-        .map_err(|e| format!("private key: {e}"))?;
-    Ok(CertifiedKey::new(chain, signer))
-}
-
 /// A server config presenting the listener's first usable certificate, or
 /// `None` when none is usable (the listener then refuses connections).
 fn server_config(
     listener: &str,
     tls: &TlsTermination,
     alpn: &[&[u8]],
+    certificates: &Certificates,
 ) -> Option<Arc<ServerConfig>> {
     let key = tls
         .certificates
         .iter()
-        .find_map(|c| match certified_key(c) {
+        .find_map(|c| match certificates.key(c) {
             Ok(key) => Some(key),
             Err(e) => {
                 tracing::warn!(secret = %c.source, %listener, error = %e, "unusable certificate");
@@ -156,7 +141,7 @@ fn server_config(
     };
     let builder = match &tls.client_validation {
         None => builder.with_no_client_auth(),
-        Some(validation) => match client_auth::verifier(validation) {
+        Some(validation) => match certificates.verifier(validation) {
             Ok(verifier) => builder.with_client_cert_verifier(verifier),
             Err(e) => {
                 // Never serve without the validation that was asked for.
@@ -165,7 +150,7 @@ fn server_config(
             }
         },
     };
-    let mut config = builder.with_cert_resolver(Arc::new(OneCertificate(Arc::new(key))));
+    let mut config = builder.with_cert_resolver(Arc::new(OneCertificate(key)));
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Some(Arc::new(config))
 }
