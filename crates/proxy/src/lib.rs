@@ -350,3 +350,17 @@ impl Proxy {
         }
     }
 }
+
+/// Entry points for the fuzz targets in `fuzz/` (not an API: it exposes
+/// private pieces exactly as the hot path uses them).
+#[doc(hidden)]
+pub mod fuzzing {
+    use coxswain_ir::HeaderModifier;
+    use http::HeaderMap;
+
+    /// A route's header edits applied to `headers`, compiled as the router
+    /// compiles them.
+    pub fn apply_header_edits(modifier: &HeaderModifier, headers: &mut HeaderMap) {
+        crate::route::HeaderEdits::compile(modifier).apply(headers);
+    }
+}

@@ -23,7 +23,7 @@ pub struct HeaderEdits {
 }
 
 impl HeaderEdits {
-    fn compile(m: &HeaderModifier) -> Self {
+    pub fn compile(m: &HeaderModifier) -> Self {
         let pair = |h: &coxswain_ir::Header| {
             let parsed = HeaderName::from_bytes(h.name.to_ascii_lowercase().as_bytes())
                 .ok()
