@@ -79,6 +79,11 @@ pub struct ProxyArgs {
     /// xff_num_trusted_hops > 0): only behind your own load balancer.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub xff_num_trusted_hops: u32,
+    /// Send backends the verified client certificate's identity (hash,
+    /// subject, URI and DNS names) in x-forwarded-client-cert. A client's
+    /// own x-forwarded-client-cert is always removed.
+    #[arg(long)]
+    pub forward_client_cert: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -120,6 +125,7 @@ impl ProxyArgs {
                 trusted_cidrs: self.trusted_proxies.clone(),
                 trusted_hops: self.xff_num_trusted_hops,
             },
+            forward_client_cert: self.forward_client_cert,
             overload: OverloadLimits {
                 max_connections: self.max_connections,
                 max_connections_per_listener: self.max_connections_per_listener,

@@ -105,6 +105,17 @@ pub struct ClientValidation {
     pub mode: ClientValidationMode,
 }
 
+impl ClientValidation {
+    /// The same CAs with certificates required: what a valid client
+    /// certificate means whatever the mode.
+    pub fn strict(&self) -> ClientValidation {
+        ClientValidation {
+            ca_bundles: self.ca_bundles.clone(),
+            mode: ClientValidationMode::AllowValidOnly,
+        }
+    }
+}
+
 /// PEM CA certificates from one object. Shared, so a bundle many listeners
 /// use is held once.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

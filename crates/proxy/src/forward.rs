@@ -18,6 +18,7 @@ use crate::http::body::{ClientBody, ProxyBody, plain};
 use crate::http::headers::{X_FORWARDED_HOST, add_forwarded, strip_hop_by_hop};
 use crate::http::path::apply_modifier;
 use crate::http::redirect::{RedirectInput, location};
+use crate::listen::client_identity::X_FORWARDED_CLIENT_CERT;
 use crate::metrics::StatusCounters;
 use crate::rejections::RejectReason;
 use crate::route::{CompiledRoute, HeaderEdits, RouteFilter, Target};
@@ -95,6 +96,15 @@ pub async fn serve<'r>(
     // Before any route edit: a client's `Connection` list may name only its
     // own headers, never one the gateway sets.
     strip_hop_by_hop(&mut parts.headers, true);
+    // Only the gateway speaks for the client certificate: a client's own
+    // claim is dropped, then (when configured) the verified identity set.
+    parts.headers.remove(X_FORWARDED_CLIENT_CERT);
+    if shared.forward_client_cert
+        && let Some(identity) = &conn.client_identity
+        && let Ok(value) = HeaderValue::from_str(&identity.xfcc())
+    {
+        parts.headers.insert(X_FORWARDED_CLIENT_CERT, value);
+    }
     let path = parts.uri.path().to_string();
     let query = parts.uri.query().map(str::to_string);
     let mut new_path = None;

@@ -20,6 +20,7 @@ use crate::http::body::{ProxyBody, plain};
 use crate::http::headers::ForwardedTrust;
 use crate::http::limits::HttpLimits;
 use crate::http::normalize::{PathError, PathOptions, normalize_path};
+use crate::listen::client_identity::ClientIdentity;
 use crate::metrics::{Metrics, StatusCounters};
 use crate::overload::Overload;
 use crate::rejections::RejectReason;
@@ -43,10 +44,13 @@ pub struct Shared {
     /// Configured once from `limits`, cloned per connection.
     pub http: auto::Builder<TokioExecutor>,
     pub overload: Overload,
+    /// Pass the verified client identity to backends in
+    /// `x-forwarded-client-cert`.
+    pub forward_client_cert: bool,
 }
 
 /// Where a connection came in and from whom.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ConnInfo {
     /// The configured socket (the routing table key).
     pub socket: SocketAddr,
@@ -56,6 +60,9 @@ pub struct ConnInfo {
     /// The listener (its index on the socket) the TLS SNI picked; a request
     /// whose Host belongs to another listener is misdirected (421).
     pub sni_listener: Option<usize>,
+    /// The verified client certificate's identity, when the connection
+    /// presented one (frontend validation).
+    pub client_identity: Option<Arc<ClientIdentity>>,
 }
 
 impl ConnInfo {

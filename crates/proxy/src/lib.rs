@@ -76,6 +76,9 @@ pub struct ProxyOptions {
     pub overload: OverloadLimits,
     /// Whose X-Forwarded-* headers are believed (default: nobody's).
     pub forwarded: ForwardedTrust,
+    /// Pass a verified client certificate's identity to backends in
+    /// `x-forwarded-client-cert` (a client's own is always removed).
+    pub forward_client_cert: bool,
 }
 
 impl Default for ProxyOptions {
@@ -89,6 +92,7 @@ impl Default for ProxyOptions {
             http: HttpLimits::default(),
             overload: OverloadLimits::default(),
             forwarded: ForwardedTrust::default(),
+            forward_client_cert: false,
         }
     }
 }
@@ -167,6 +171,7 @@ impl Proxy {
             unmatched: metrics.route("").upstream(""),
             path: options.path,
             forwarded: options.forwarded.clone(),
+            forward_client_cert: options.forward_client_cert,
             http: crate::http::server::builder(&options.http),
             limits: options.http.clone(),
             overload: overload::Overload::new(options.overload),

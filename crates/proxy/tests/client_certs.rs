@@ -13,6 +13,7 @@ use common::*;
 use coxswain_ir::{
     CaBundle, ClientValidation, ClientValidationMode, PrivateKeyPem, TlsCertificate, TlsTermination,
 };
+use coxswain_proxy::ProxyOptions;
 use http::{Request, StatusCode};
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
@@ -65,6 +66,18 @@ async fn request_with(
     server_der: &CertificateDer<'static>,
     client: Option<(CertificateDer<'static>, PrivateKeyDer<'static>)>,
 ) -> Result<StatusCode, String> {
+    exchange(port, server_der, client, &[])
+        .await
+        .map(|(status, _)| status)
+}
+
+/// [`request_with`] with extra request headers, returning the body too.
+async fn exchange(
+    port: u16,
+    server_der: &CertificateDer<'static>,
+    client: Option<(CertificateDer<'static>, PrivateKeyDer<'static>)>,
+    headers: &[(&str, &str)],
+) -> Result<(StatusCode, serde_json::Value), String> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(server_der.clone()).unwrap();
     let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
@@ -87,16 +100,91 @@ async fn request_with(
         .await
         .map_err(|e| e.to_string())?;
     tokio::spawn(conn);
-    let req = Request::get("/")
-        .header("host", "m.test")
-        .body(Full::new(Bytes::new()))
-        .unwrap();
+    let mut req = Request::get("/").header("host", "m.test");
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let req = req.body(Full::new(Bytes::new())).unwrap();
     // TLS 1.3: a refused client certificate surfaces on the first read.
-    sender
-        .send_request(req)
+    let response = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body = http_body_util::BodyExt::collect(response.into_body())
         .await
-        .map(|r| r.status())
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    Ok((status, serde_json::from_slice(&body).unwrap_or_default()))
+}
+
+/// The x-forwarded-client-cert the backend saw, if any.
+fn xfcc(echo: &serde_json::Value) -> Option<String> {
+    echo["headers"]["x-forwarded-client-cert"]
+        .as_str()
+        .map(str::to_string)
+}
+
+#[tokio::test]
+async fn the_verified_identity_is_forwarded_only_when_configured_and_never_forged() {
+    let backend = echo_backend("b").await;
+    let (server, server_der) = server_cert();
+    let (ca, other) = (Ca::new("client-ca"), Ca::new("other-ca"));
+    let forged = [("x-forwarded-client-cert", "Subject=\"CN=admin\"")];
+
+    // Not configured: nothing forwarded, and a client's own header is gone.
+    let port = free_port();
+    let cfg = mtls_config(
+        port,
+        &server,
+        &ca,
+        ClientValidationMode::AllowValidOnly,
+        backend.addr,
+    );
+    let (_plain, _) = start_proxy(cfg).await;
+    let (status, echo) = exchange(port, &server_der, Some(ca.client()), &forged)
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(xfcc(&echo), None, "{echo}");
+
+    // Configured: the verified certificate's identity, and only it.
+    let options = ProxyOptions {
+        forward_client_cert: true,
+        ..ProxyOptions::default()
+    };
+    let port = free_port();
+    let cfg = mtls_config(
+        port,
+        &server,
+        &ca,
+        ClientValidationMode::AllowValidOnly,
+        backend.addr,
+    );
+    let (_forwarding, _) = start_proxy_with(cfg, options.clone()).await;
+    let (_, echo) = exchange(port, &server_der, Some(ca.client()), &forged)
+        .await
+        .unwrap();
+    let header = xfcc(&echo).unwrap_or_default();
+    assert!(header.starts_with("Hash="), "{header}");
+    assert!(header.contains(r#"Subject="CN=client""#), "{header}");
+    assert!(!header.contains("admin"), "{header}");
+
+    // AllowInsecureFallback lets a stranger's certificate in, but it is no
+    // identity; neither is no certificate.
+    let port = free_port();
+    let mode = ClientValidationMode::AllowInsecureFallback;
+    let cfg = mtls_config(port, &server, &ca, mode, backend.addr);
+    let (_fallback, _) = start_proxy_with(cfg, options).await;
+    for client in [Some(other.client()), None] {
+        let (status, echo) = exchange(port, &server_der, client, &forged).await.unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(xfcc(&echo), None, "{echo}");
+    }
+    let (_, echo) = exchange(port, &server_der, Some(ca.client()), &[])
+        .await
+        .unwrap();
+    assert!(
+        xfcc(&echo).is_some_and(|h| h.contains("CN=client")),
+        "{echo}"
+    );
 }
 
 #[tokio::test]

@@ -101,8 +101,10 @@ pub async fn serve_connection<I>(
     };
     let metrics = shared.metrics.clone();
     let tracked = activity.clone();
+    let client = info.client;
     let service = service_fn(move |req| {
         let (shared, table, activity) = (shared.clone(), table.clone(), tracked.clone());
+        let info = info.clone();
         async move {
             activity.active.fetch_add(1, Ordering::Relaxed);
             activity.touch();
@@ -132,7 +134,7 @@ pub async fn serve_connection<I>(
                     if e.downcast_ref::<hyper::Error>().is_some_and(|e| e.is_parse() || e.is_parse_too_large()) {
                         metrics.rejections.record(RejectReason::HeadParse);
                     }
-                    tracing::debug!(client = %info.client, error = %e, "connection ended with error");
+                    tracing::debug!(%client, error = %e, "connection ended with error");
                 }
                 return;
             }
@@ -144,7 +146,7 @@ pub async fn serve_connection<I>(
             }
             () = sleep_until_or_forever(idle_deadline), if !closing => {
                 if activity.idle_since().is_some_and(|since| since.elapsed() >= idle) {
-                    tracing::debug!(client = %info.client, "idle connection closed");
+                    tracing::debug!(%client, "idle connection closed");
                     conn.as_mut().graceful_shutdown();
                     closing = true;
                 }

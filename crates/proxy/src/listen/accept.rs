@@ -134,6 +134,7 @@ async fn accept_loop(
                         client,
                         https: false,
                         sni_listener: None,
+                        client_identity: None,
                     };
                     match &*plan {
                         SocketPlan::Http => {
@@ -196,13 +197,14 @@ async fn tls_connection(
     };
     let io = Rewind::new(read.freeze(), stream);
     match &listener.action {
-        TlsAction::Http(config) => {
-            let acceptor = tokio_rustls::TlsAcceptor::from(config.clone());
+        TlsAction::Http(http) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(http.config.clone());
             match timeout_at(deadline, acceptor.accept(io)).await {
                 Ok(Ok(tls_stream)) => {
                     let info = ConnInfo {
                         https: true,
                         sni_listener: Some(listener.index),
+                        client_identity: http.client_identity(tls_stream.get_ref().1).map(Arc::new),
                         ..info
                     };
                     let versions = match tls_stream.get_ref().1.alpn_protocol() {

@@ -16,6 +16,17 @@ use rustls::{DigitallySignedStruct, DistinguishedName, Error, RootCertStore, Sig
 /// The verifier a listener's TLS config uses, or why none can be built
 /// (the listener then refuses connections rather than skip validation).
 pub fn verifier(validation: &ClientValidation) -> Result<Arc<dyn ClientCertVerifier>, String> {
+    let strict = strict(validation)?;
+    Ok(match validation.mode {
+        ClientValidationMode::AllowValidOnly => strict,
+        ClientValidationMode::AllowInsecureFallback => Arc::new(Lenient(strict)),
+    })
+}
+
+/// The verifier that accepts only certificates from the CAs, whatever the
+/// mode: what decides whether a fallback connection's certificate is an
+/// identity.
+pub fn strict(validation: &ClientValidation) -> Result<Arc<dyn ClientCertVerifier>, String> {
     let mut roots = RootCertStore::empty();
     for bundle in &validation.ca_bundles {
         for cert in CertificateDer::pem_slice_iter(bundle.pem.as_bytes()) {
@@ -26,13 +37,9 @@ pub fn verifier(validation: &ClientValidation) -> Result<Arc<dyn ClientCertVerif
         }
     }
     let provider = Arc::new(ring::default_provider());
-    let strict = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
         .build()
-        .map_err(|e| e.to_string())?;
-    Ok(match validation.mode {
-        ClientValidationMode::AllowValidOnly => strict,
-        ClientValidationMode::AllowInsecureFallback => Arc::new(Lenient(strict)),
-    })
+        .map_err(|e| e.to_string())
 }
 
 /// Asks for a certificate and checks it, but lets the handshake complete

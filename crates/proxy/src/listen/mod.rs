@@ -6,6 +6,7 @@ mod accept;
 mod certificates;
 mod client_auth;
 pub mod client_hello;
+pub mod client_identity;
 mod preface;
 mod rewind;
 pub mod tls;

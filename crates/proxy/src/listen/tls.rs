@@ -7,13 +7,16 @@
 use std::fmt;
 use std::sync::Arc;
 
-use coxswain_ir::{Hostname, Listener, Serve, Socket, TlsTermination};
+use coxswain_ir::{ClientValidationMode, Hostname, Listener, Serve, Socket, TlsTermination};
 
 use super::certificates::Certificates;
+use super::client_identity::ClientIdentity;
 use crate::backend_tls::BackendIdentity;
 use crate::l4::{BackendTlsUse, L4Context, L4Table};
 use rustls::ServerConfig;
 use rustls::crypto::ring;
+use rustls::pki_types::UnixTime;
+use rustls::server::danger::ClientCertVerifier;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
@@ -35,8 +38,8 @@ pub struct TlsListener {
 /// What happens to a connection whose SNI picked this listener.
 #[derive(Debug)]
 pub enum TlsAction {
-    /// Terminate with this config, then serve HTTP/1.1 or HTTP/2 (ALPN).
-    Http(Arc<ServerConfig>),
+    /// Terminate, then serve HTTP/1.1 or HTTP/2 (ALPN).
+    Http(HttpTls),
     /// Terminate, then splice the decrypted stream to a TCP backend.
     Tcp(Arc<ServerConfig>, Arc<L4Table>),
     /// Splice the encrypted stream (ClientHello included) to a backend
@@ -44,6 +47,29 @@ pub enum TlsAction {
     Passthrough(Arc<L4Table>),
     /// No usable certificate: close the connection.
     Refuse,
+}
+
+/// An HTTPS listener's TLS.
+#[derive(Debug)]
+pub struct HttpTls {
+    pub config: Arc<ServerConfig>,
+    /// AllowInsecureFallback lets any certificate through the handshake:
+    /// this strict verifier decides whether it is an identity.
+    pub recheck: Option<Arc<dyn ClientCertVerifier>>,
+}
+
+impl HttpTls {
+    /// The verified client certificate's identity, if the connection
+    /// presented one that verifies.
+    pub fn client_identity(&self, session: &rustls::ServerConnection) -> Option<ClientIdentity> {
+        let (end_entity, intermediates) = session.peer_certificates()?.split_first()?;
+        if let Some(strict) = &self.recheck {
+            strict
+                .verify_client_cert(end_entity, intermediates, UnixTime::now())
+                .ok()?;
+        }
+        ClientIdentity::of(end_entity)
+    }
 }
 
 impl TlsSocket {
@@ -84,7 +110,24 @@ fn action(
     match &listener.serve {
         Serve::TlsPassthrough(routes) => TlsAction::Passthrough(table(routes, BackendTlsUse::AsIs)),
         Serve::Http(_) => match config(&[b"h2", b"http/1.1"]) {
-            Some(config) => TlsAction::Http(config),
+            Some(config) => {
+                let recheck = listener
+                    .tls
+                    .as_ref()
+                    .and_then(|t| t.client_validation.as_ref())
+                    .filter(|v| v.mode == ClientValidationMode::AllowInsecureFallback)
+                    .map(|v| ctx.certificates.verifier(&v.strict()));
+                match recheck {
+                    Some(Err(e)) => {
+                        tracing::error!(listener = %listener.name, error = %e, "client certificate validation; refusing connections");
+                        TlsAction::Refuse
+                    }
+                    recheck => TlsAction::Http(HttpTls {
+                        config,
+                        recheck: recheck.and_then(Result::ok),
+                    }),
+                }
+            }
             None => TlsAction::Refuse,
         },
         Serve::Tcp(routes) => match config(&[]) {
