@@ -44,10 +44,8 @@ pub fn ca(dir: &Path, name: &str) {
     );
 }
 
-/// A client certificate `name.crt`/`name.key` signed by CA `issuer`,
-/// valid from `start` to `end` (`openssl ca` dates, e.g. 20200101000000Z),
-/// or for a day from now.
-pub fn client(dir: &Path, name: &str, issuer: &str, dates: Option<(&str, &str)>) {
+/// A key and a signing request `name.key`/`name.csr` for subject CN=name.
+fn request(dir: &Path, name: &str) {
     openssl(
         dir,
         &[
@@ -66,29 +64,42 @@ pub fn client(dir: &Path, name: &str, issuer: &str, dates: Option<(&str, &str)>)
             &format!("{name}.csr"),
         ],
     );
+}
+
+/// `name.crt` from `name.csr`, signed by CA `issuer` for a day with the
+/// extensions in file `ext`.
+fn sign(dir: &Path, name: &str, issuer: &str, ext: &str) {
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            &format!("{issuer}.crt"),
+            "-CAkey",
+            &format!("{issuer}.key"),
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            ext,
+            "-out",
+            &format!("{name}.crt"),
+        ],
+    );
+}
+
+/// A client certificate `name.crt`/`name.key` signed by CA `issuer`,
+/// valid from `start` to `end` (`openssl ca` dates, e.g. 20200101000000Z),
+/// or for a day from now.
+pub fn client(dir: &Path, name: &str, issuer: &str, dates: Option<(&str, &str)>) {
+    request(dir, name);
     std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
     let (start, end) = dates.unwrap_or(("", ""));
     if start.is_empty() {
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &format!("{name}.csr"),
-                "-CA",
-                &format!("{issuer}.crt"),
-                "-CAkey",
-                &format!("{issuer}.key"),
-                "-CAcreateserial",
-                "-days",
-                "1",
-                "-extfile",
-                "client.ext",
-                "-out",
-                &format!("{name}.crt"),
-            ],
-        );
+        sign(dir, name, issuer, "client.ext");
         return;
     }
     // `openssl ca` is what can set dates in the past.
@@ -129,48 +140,12 @@ pub fn client(dir: &Path, name: &str, issuer: &str, dates: Option<(&str, &str)>)
 /// A server certificate `name.crt`/`name.key` signed by CA `issuer`, for
 /// `subject_alt_names` (openssl syntax, e.g. `DNS:a.test,URI:spiffe://x`).
 pub fn server(dir: &Path, name: &str, issuer: &str, subject_alt_names: &str) {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-subj",
-            &format!("/CN={name}"),
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.csr"),
-        ],
-    );
+    request(dir, name);
     let ext = format!("{name}.ext");
     std::fs::write(
         dir.join(&ext),
         format!("extendedKeyUsage=serverAuth\nsubjectAltName={subject_alt_names}\n"),
     )
     .unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &format!("{name}.csr"),
-            "-CA",
-            &format!("{issuer}.crt"),
-            "-CAkey",
-            &format!("{issuer}.key"),
-            "-CAcreateserial",
-            "-days",
-            "1",
-            "-extfile",
-            &ext,
-            "-out",
-            &format!("{name}.crt"),
-        ],
-    );
+    sign(dir, name, issuer, &ext);
 }

@@ -3,13 +3,18 @@
 //! about a condition really changed, and with other controllers' route
 //! parents left alone. Also the "would this write change anything?" test.
 
-use coxswain_api::gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicyStatus;
+use coxswain_api::gateway_api::apis::standard::backendtlspolicies::{
+    BackendTlsPolicyStatus, BackendTlsPolicyStatusAncestors,
+    BackendTlsPolicyStatusAncestorsAncestorRef,
+};
 use coxswain_api::gateway_api::apis::standard::listenersets::{
     ListenerSetStatus, ListenerSetStatusListeners,
 };
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
 use coxswain_api::gw::gateways::{GatewayStatus, GatewayStatusListeners};
-use coxswain_api::gw::httproutes::HttpRouteStatus;
+use coxswain_api::gw::httproutes::{
+    HttpRouteStatus, HttpRouteStatusParents, HttpRouteStatusParentsParentRef,
+};
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use coxswain_translate::MAX_ANCESTORS;
 use serde::Serialize;
@@ -115,56 +120,84 @@ pub fn merge_listener_set(
     desired
 }
 
-/// Route status: live parents of other controllers stay as they are, in
-/// place; ours are replaced by `desired` (merged), and ours that we no
-/// longer report are dropped.
+/// A status entry several controllers share a list of (a route's
+/// parents, a policy's ancestors), keyed by what it refers to.
+trait SharedEntry: Clone {
+    type Key: PartialEq;
+    fn controller(&self) -> &str;
+    fn key(&self) -> &Self::Key;
+    fn conditions_mut(&mut self) -> &mut Vec<Condition>;
+    fn conditions(&self) -> &[Condition];
+}
+
+macro_rules! shared_entries {
+    ($($t:ty => $key:ident: $k:ty;)*) => {$(
+        impl SharedEntry for $t {
+            type Key = $k;
+            fn controller(&self) -> &str {
+                &self.controller_name
+            }
+            fn key(&self) -> &$k {
+                &self.$key
+            }
+            fn conditions_mut(&mut self) -> &mut Vec<Condition> {
+                &mut self.conditions
+            }
+            fn conditions(&self) -> &[Condition] {
+                &self.conditions
+            }
+        }
+    )*};
+}
+
+shared_entries! {
+    HttpRouteStatusParents => parent_ref: HttpRouteStatusParentsParentRef;
+    BackendTlsPolicyStatusAncestors => ancestor_ref: BackendTlsPolicyStatusAncestorsAncestorRef;
+}
+
+/// Other controllers' live entries stay as they are, in place; ours are
+/// replaced by `desired` (conditions merged), and ours no longer reported
+/// are dropped; new ones go last.
+fn merge_shared<E: SharedEntry>(live: &[E], desired: Vec<E>, controller_name: &str) -> Vec<E> {
+    let mut ours = desired;
+    let mut out = Vec::with_capacity(live.len() + ours.len());
+    for old in live {
+        if old.controller() != controller_name {
+            out.push(old.clone());
+            continue;
+        }
+        if let Some(index) = ours.iter().position(|e| e.key() == old.key()) {
+            let mut new = ours.remove(index);
+            let conditions = std::mem::take(new.conditions_mut());
+            *new.conditions_mut() = merge_conditions(old.conditions(), conditions);
+            out.push(new);
+        }
+    }
+    out.extend(ours);
+    out
+}
+
 /// Merges the parents we own into a route's live status (any route kind).
 pub fn merge_route(
     live: Option<&HttpRouteStatus>,
     desired: HttpRouteStatus,
     controller_name: &str,
 ) -> HttpRouteStatus {
-    let live_parents = live.map(|l| l.parents.as_slice()).unwrap_or_default();
-    let mut ours = desired.parents;
-    let mut parents = Vec::with_capacity(live_parents.len() + ours.len());
-    for old in live_parents {
-        if old.controller_name != controller_name {
-            parents.push(old.clone());
-            continue;
-        }
-        if let Some(index) = ours.iter().position(|p| p.parent_ref == old.parent_ref) {
-            let mut new = ours.remove(index);
-            new.conditions = merge_conditions(&old.conditions, new.conditions);
-            parents.push(new);
-        }
+    let live = live.map(|l| l.parents.as_slice()).unwrap_or_default();
+    HttpRouteStatus {
+        parents: merge_shared(live, desired.parents, controller_name),
     }
-    parents.extend(ours);
-    HttpRouteStatus { parents }
 }
 
-/// Policy status: like routes, keyed by ancestor. Other controllers'
-/// entries stay; ours are replaced (merged) or dropped; the list is cut to
-/// the API's limit, others' entries first.
+/// Policy status: like routes, keyed by ancestor, and cut to the API's
+/// limit, others' entries first.
 pub fn merge_backend_tls_policy(
     live: Option<&BackendTlsPolicyStatus>,
     desired: BackendTlsPolicyStatus,
     controller_name: &str,
 ) -> BackendTlsPolicyStatus {
-    let live_ancestors = live.map(|l| l.ancestors.as_slice()).unwrap_or_default();
-    let mut ours = desired.ancestors;
-    let mut ancestors = Vec::with_capacity(live_ancestors.len() + ours.len());
-    for old in live_ancestors {
-        if old.controller_name != controller_name {
-            ancestors.push(old.clone());
-            continue;
-        }
-        if let Some(index) = ours.iter().position(|a| a.ancestor_ref == old.ancestor_ref) {
-            let mut new = ours.remove(index);
-            new.conditions = merge_conditions(&old.conditions, new.conditions);
-            ancestors.push(new);
-        }
-    }
-    ancestors.extend(ours);
+    let live = live.map(|l| l.ancestors.as_slice()).unwrap_or_default();
+    let mut ancestors = merge_shared(live, desired.ancestors, controller_name);
     ancestors.truncate(MAX_ANCESTORS);
     BackendTlsPolicyStatus { ancestors }
 }
