@@ -11,6 +11,7 @@ mkdir -p "$target"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml --all -- --check
 
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -32,6 +33,14 @@ passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' "$target/test-output.log" |
 echo "workspace: ${passed} passed, 0 failed"
 echo "== fuzz corpora and regressions, replayed without libFuzzer (docs/fuzzing.md)"
 CARGO_TARGET_DIR="$target" cargo test --manifest-path fuzz/Cargo.toml --locked
+fuzz_seconds="${COXSWAIN_FUZZ_SECONDS:-60}"
+if ((fuzz_seconds > 0)); then
+    echo "== bounded fuzzing: ${fuzz_seconds}s per target from the seed corpora (docs/fuzzing.md)"
+    # Fresh work directory: every run starts from the checked-in seeds; the
+    # instrumented build and cargo-fuzz are cached outside the repository.
+    rm -rf "$target/fuzz-work"
+    scripts/fuzz.sh --cache --jobs 2 --seconds "$fuzz_seconds" --work "$target/fuzz-work"
+fi
 
 echo "== h2spec --strict against an h2c and an HTTPS listener"
 scripts/h2spec.sh

@@ -5,6 +5,7 @@
 //! See docs/fuzzing.md.
 
 pub mod client_hello;
+pub mod header_edits;
 pub mod path_normalize;
 pub mod provider_file_load;
 pub mod router_lookup;
@@ -16,6 +17,7 @@ pub type Check = fn(&[u8]);
 /// Every target: its name (the binary and corpus directory) and its check.
 pub const TARGETS: &[(&str, Check)] = &[
     ("client_hello", client_hello::check),
+    ("header_edits", header_edits::check),
     ("path_normalize", path_normalize::check),
     ("provider_file_load", provider_file_load::check),
     ("router_lookup", router_lookup::check),

@@ -80,6 +80,11 @@ fn client_hello() {
 }
 
 #[test]
+fn header_edits() {
+    replay("header_edits");
+}
+
+#[test]
 fn path_normalize() {
     replay("path_normalize");
 }
