@@ -110,30 +110,8 @@ STARTED_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 # ---- tools -------------------------------------------------------------------
 ensure_tls_tools() {
-    local missing=() pair
-    for pair in nginx:nginx-light haproxy:haproxy openssl:openssl curl:curl \
-        h2load:nghttp2-client taskset:util-linux python3:python3 timeout:coreutils; do
-        command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
-    done
-    [ "${#missing[@]}" -eq 0 ] && return 0
-    if [ "$(id -u)" != 0 ]; then
-        echo "missing packages: ${missing[*]} (run as root to let this script install them)" >&2
-        exit 1
-    fi
-    echo "installing: ${missing[*]}" >&2
-    # Keep package scripts from starting system services (e.g. nginx on :80).
-    local policy=/usr/sbin/policy-rc.d added_policy=""
-    if [ ! -e "$policy" ]; then
-        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && added_policy=1
-    fi
-    apt-get update -qq || true
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        "${missing[@]}" >&2; then
-        if [ -n "$added_policy" ]; then rm -f "$policy"; fi
-        echo "apt-get install ${missing[*]} failed; cannot run" >&2
-        exit 1
-    fi
-    if [ -n "$added_policy" ]; then rm -f "$policy"; fi
+    ensure_packages nginx:nginx-light haproxy:haproxy openssl:openssl curl:curl \
+        h2load:nghttp2-client taskset:util-linux python3:python3 timeout:coreutils
 }
 ensure_tls_tools
 

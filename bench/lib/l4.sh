@@ -22,28 +22,12 @@ nginx_stream_line() {
 # ensure_l4_tools : install missing Debian packages (root only), including
 # nginx's stream module.
 ensure_l4_tools() {
-    local missing=() pair
-    for pair in nginx:nginx-light haproxy:haproxy openssl:openssl curl:curl \
-        taskset:util-linux python3:python3 timeout:coreutils; do
-        command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
-    done
+    local stream=()
     if ! command -v nginx >/dev/null || ! nginx_stream_line >/dev/null; then
-        missing+=(libnginx-mod-stream)
+        stream=(=libnginx-mod-stream)
     fi
-    [ "${#missing[@]}" -eq 0 ] && return 0
-    if [ "$(id -u)" != 0 ]; then
-        echo "missing packages: ${missing[*]} (run as root to let this script install them)" >&2
-        exit 1
-    fi
-    echo "installing: ${missing[*]}" >&2
-    # Keep package scripts from starting system services (e.g. nginx on :80).
-    local policy=/usr/sbin/policy-rc.d added_policy=""
-    if [ ! -e "$policy" ]; then
-        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && added_policy=1
-    fi
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-    if [ -n "$added_policy" ]; then rm -f "$policy"; fi
+    ensure_packages nginx:nginx-light haproxy:haproxy openssl:openssl curl:curl \
+        taskset:util-linux python3:python3 timeout:coreutils "${stream[@]}"
 }
 
 # ensure_l4load : sets L4LOAD_BIN, building tools/l4load (release) unless

@@ -2,12 +2,16 @@
 # benchmark. Sourced by scripts/bench-proxy.sh (uses ROOT, WORKDIR, NOTES,
 # DURATION, CONNECTIONS, WARMUP, RESULTS, COXSWAIN_BIN).
 
-# ensure_tools : install missing Debian packages when running as root.
-ensure_tools() {
+# ensure_packages CMD:PACKAGE... [=PACKAGE...] : installs (as root) the
+# Debian package of every command that is missing, and each =PACKAGE
+# unconditionally; exits when not root and something is missing.
+ensure_packages() {
     local missing=() pair
-    for pair in nginx:nginx-light haproxy:haproxy wrk:wrk h2load:nghttp2-client \
-        curl:curl taskset:util-linux python3:python3 timeout:coreutils; do
-        command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+    for pair in "$@"; do
+        case $pair in
+            =*) missing+=("${pair#=}") ;;
+            *) command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}") ;;
+        esac
     done
     [ "${#missing[@]}" -eq 0 ] && return 0
     if [ "$(id -u)" != 0 ]; then
@@ -20,9 +24,20 @@ ensure_tools() {
     if [ ! -e "$policy" ]; then
         printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && added_policy=1
     fi
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    apt-get update -qq || true
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >&2; then
+        if [ -n "$added_policy" ]; then rm -f "$policy"; fi
+        echo "apt-get install ${missing[*]} failed; cannot run" >&2
+        exit 1
+    fi
     if [ -n "$added_policy" ]; then rm -f "$policy"; fi
+}
+
+# ensure_tools : the proxy benchmark's tools.
+ensure_tools() {
+    ensure_packages nginx:nginx-light haproxy:haproxy wrk:wrk h2load:nghttp2-client \
+        curl:curl taskset:util-linux python3:python3 timeout:coreutils
 }
 
 # ensure_envoy : sets ENVOY_BIN, or explains in NOTES why Envoy is skipped.
