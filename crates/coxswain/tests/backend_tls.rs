@@ -48,35 +48,13 @@ impl Drop for TlsServer {
     }
 }
 
-fn indent(text: &str) -> String {
-    text.lines().map(|l| format!("    {l}\n")).collect()
-}
-
 /// Service `name` on `port`, its one endpoint on loopback, a route
 /// `/name` to it, and a BackendTLSPolicy for it with `hostname`.
 fn backend_yaml(name: &str, port: u16, hostname: &str) -> String {
+    let service = loopback_service(name, port, &[]);
     format!(
         "---
-apiVersion: v1
-kind: Service
-metadata:
-  name: {name}
-spec:
-  ports:
-  - port: {port}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: {name}
-  labels:
-    kubernetes.io/service-name: {name}
-addressType: IPv4
-ports:
-- port: {port}
-endpoints:
-- addresses: [127.0.0.1]
----
+{service}---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata:
@@ -139,9 +117,9 @@ metadata:
 data:
   ca.crt: |
 {}{}",
-        indent(&read("gateway.crt")),
-        indent(&read("gateway.key")),
-        indent(&read("backend-ca.crt")),
+        indent(&read("gateway.crt"), 4),
+        indent(&read("gateway.key"), 4),
+        indent(&read("backend-ca.crt"), 4),
         backends.concat(),
     )
 }

@@ -51,41 +51,6 @@ fn certificate(dir: &TempDir, name: &str) -> (String, String) {
     )
 }
 
-fn indent(text: &str, spaces: usize) -> String {
-    let pad = " ".repeat(spaces);
-    text.lines().map(|l| format!("{pad}{l}\n")).collect()
-}
-
-/// A Service without selector whose EndpointSlice points at 127.0.0.1:port.
-fn local_service(name: &str, port: u16, protocol: &str) -> String {
-    format!(
-        "apiVersion: v1
-kind: Service
-metadata:
-  name: {name}
-spec:
-  ports:
-  - port: {port}
-    protocol: {protocol}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: {name}
-  labels:
-    kubernetes.io/service-name: {name}
-addressType: IPv4
-ports:
-- port: {port}
-  protocol: {protocol}
-endpoints:
-- addresses: [127.0.0.1]
-  conditions:
-    ready: true
-"
-    )
-}
-
 fn route(
     kind: &str,
     name: &str,
@@ -271,10 +236,10 @@ fn setup(tag: &str) -> Setup {
     let line = line_backend("plain");
     let count = count_backend();
     let services = [
-        local_service("tls-backend", tls_port, "TCP"),
-        local_service("line", line, "TCP"),
-        local_service("count", count, "TCP"),
-        local_service("dns", dns_port, "UDP"),
+        loopback_service("tls-backend", tls_port, &["protocol: TCP"]),
+        loopback_service("line", line, &["protocol: TCP"]),
+        loopback_service("count", count, &["protocol: TCP"]),
+        loopback_service("dns", dns_port, &["protocol: UDP"]),
     ];
     config.write("services.yaml", &services.join("---\n"));
     let routes = [

@@ -13,10 +13,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use support::pki::{ca, client, openssl};
 use support::*;
 
-fn indent(text: &str) -> String {
-    text.lines().map(|l| format!("    {l}\n")).collect()
-}
-
 fn config_yaml(strict: u16, fallback: u16, echo: u16, certs: &Path, ca_pem: &str) -> String {
     let read = |f: &str| std::fs::read_to_string(certs.join(f)).unwrap();
     format!(
@@ -97,9 +93,9 @@ spec:
     - name: echo
       port: {echo}
 ",
-        indent(&read("server.crt")),
-        indent(&read("server.key")),
-        indent(ca_pem),
+        indent(&read("server.crt"), 4),
+        indent(&read("server.key"), 4),
+        indent(ca_pem, 4),
     )
 }
 

@@ -3,6 +3,13 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod pki;
+mod tools;
+mod yaml;
+
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use tools::build_tool;
+#[allow(unused_imports)]
+pub use yaml::{indent, loopback_service};
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -138,7 +145,13 @@ impl Gateway {
     }
 
     pub fn start(config: TempDir, http_port: u16, echo_port: u16) -> Self {
-        let gateway = Gateway::spawn(config, http_port, echo_port);
+        Gateway::start_with(config, http_port, echo_port, &[])
+    }
+
+    /// [`Gateway::start`] with extra `coxswain run` flags (`--drain-timeout`
+    /// among them replaces the default 10s).
+    pub fn start_with(config: TempDir, http_port: u16, echo_port: u16, args: &[&str]) -> Self {
+        let gateway = Gateway::spawn(config, http_port, echo_port, args);
         wait_for("/readyz", || {
             gateway
                 .admin_get("/readyz")
@@ -150,17 +163,22 @@ impl Gateway {
     /// Starts the process and waits only for its admin endpoint, not for
     /// readiness (which a config that cannot be served never reaches).
     pub fn start_unready(config: TempDir, http_port: u16, echo_port: u16) -> Self {
-        let gateway = Gateway::spawn(config, http_port, echo_port);
+        let gateway = Gateway::spawn(config, http_port, echo_port, &[]);
         wait_for("the admin endpoint", || {
             gateway.admin_get("/healthz").is_some()
         });
         gateway
     }
 
-    fn spawn(config: TempDir, http_port: u16, echo_port: u16) -> Self {
+    fn spawn(config: TempDir, http_port: u16, echo_port: u16, args: &[&str]) -> Self {
         let logs = TempDir::new("logs");
         let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let stderr = std::fs::File::create(logs.path().join("stderr")).unwrap();
+        let drain: &[&str] = if args.contains(&"--drain-timeout") {
+            &[]
+        } else {
+            &["--drain-timeout", "10s"]
+        };
         let child = Command::new(BIN)
             .arg("run")
             .arg("--config")
@@ -168,7 +186,8 @@ impl Gateway {
             .args(["--bind-address", "127.0.0.1"])
             .args(["--admin-address", &admin.to_string()])
             .args(["--echo", &format!("127.0.0.1:{echo_port}")])
-            .args(["--drain-timeout", "10s"])
+            .args(drain)
+            .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(stderr)
