@@ -25,7 +25,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export GOTOOLCHAIN=local
 
 # The profiles Coxswain claims (the features are crates/translate/src/features.rs).
-CLAIMED_PROFILES="GATEWAY-HTTP,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP"
+CLAIMED_PROFILES="GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP"
 
 profile="$CLAIMED_PROFILES" run_test="" core_only=false debug=false keep=false down=false
 while [ $# -gt 0 ]; do

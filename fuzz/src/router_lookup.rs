@@ -171,6 +171,7 @@ impl MatchSpec {
             PathKind::RawRegex(r) => PathMatch::Regex(r.chars().take(12).collect()),
         };
         RouteMatch {
+            grpc: None,
             path,
             method: self.method.map(|m| pick(METHODS, m).to_string()),
             headers: self
@@ -212,6 +213,7 @@ fn build_config(input: &Input) -> (Config, Vec<Option<Hostname>>) {
             spec.matches.iter().take(3).map(MatchSpec::build).collect();
         if matches.is_empty() {
             matches.push(RouteMatch {
+                grpc: None,
                 path: PathMatch::Prefix("/".into()),
                 method: None,
                 headers: vec![],

@@ -207,6 +207,10 @@ kinds! {
         field: http_routes, kind: "HTTPRoute", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1beta1"], cluster_scoped: false, route_input: false,
     }
+    GrpcRoute: crate::GrpcRoute {
+        field: grpc_routes, kind: "GRPCRoute", group: "gateway.networking.k8s.io",
+        versions: ["v1"], cluster_scoped: false, route_input: false,
+    }
     TlsRoute: crate::TlsRoute {
         field: tls_routes, kind: "TLSRoute", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1alpha3", "v1alpha2"], cluster_scoped: false, route_input: false,

@@ -35,6 +35,7 @@ pub use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
 pub use gateway_api::apis::standard::listenersets::ListenerSet;
 pub use gw::gatewayclasses::GatewayClass;
 pub use gw::gateways::Gateway;
+pub use gw::grpcroutes::GrpcRoute;
 pub use gw::httproutes::HttpRoute;
 pub use gw::referencegrants::ReferenceGrant;
 pub use gw::tcproutes::TcpRoute;

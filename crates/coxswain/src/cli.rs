@@ -8,7 +8,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// Coxswain: a Kubernetes Gateway API implementation.
 ///
 /// In standalone mode Coxswain reads Gateway API objects (GatewayClass,
-/// Gateway, HTTPRoute, ReferenceGrant) and the core objects they refer to
+/// Gateway, ListenerSet, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute,
+/// BackendTLSPolicy, ReferenceGrant) and the core objects they refer to
 /// (Service, EndpointSlice, Namespace, Secret, ConfigMap) from a directory
 /// of YAML or JSON files, and serves them. Edits are applied live.
 #[derive(Debug, Parser)]

@@ -33,8 +33,9 @@ pub struct ProxyArgs {
     /// recently active session is evicted.
     #[arg(long, default_value_t = 16_384, value_name = "N")]
     pub proxy_udp_max_sessions: usize,
-    /// A TCP or TLS (TCPRoute/TLSRoute) connection with no bytes either way
-    /// for this long is closed.
+    /// A TCP or TLS (TCPRoute/TLSRoute) connection, or an upgraded HTTP
+    /// connection (WebSocket), with no bytes either way for this long is
+    /// closed.
     #[arg(long, default_value = "1h", value_parser = parse_duration, value_name = "DURATION")]
     pub proxy_tcp_idle_timeout: Duration,
     /// Connect timeout for backend connections.

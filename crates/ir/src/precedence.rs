@@ -9,8 +9,15 @@ use crate::{Hostname, PathMatch, RouteMatch};
 /// regular expression (longest pattern first — implementation-specific), then
 /// prefix (longest first); then method present; then more header matches; then
 /// more query matches. Ties keep IR order (oldest route, namespace/name, rule).
+///
+/// GRPCRoute matches sort by their service, then method, characters first
+/// (more first), as the GRPCRoute spec orders them; HTTPRoute matches have
+/// none. The two never compete for one request (an HTTPRoute and a
+/// GRPCRoute sharing a hostname on a listener are not both accepted), so
+/// where one family sorts against the other only has to be consistent.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct MatchSpecificity {
+    grpc: Option<(Reverse<u32>, Reverse<u32>)>,
     path_kind: u8,
     path_len: Reverse<usize>,
     method: Reverse<bool>,
@@ -26,6 +33,7 @@ impl MatchSpecificity {
             PathMatch::Prefix(p) => (2, p.trim_end_matches('/').len()),
         };
         MatchSpecificity {
+            grpc: m.grpc.map(|g| (Reverse(g.service), Reverse(g.method))),
             path_kind,
             path_len: Reverse(len),
             method: Reverse(m.method.is_some()),
@@ -69,6 +77,7 @@ mod tests {
 
     fn m(path: PathMatch, method: bool, headers: usize) -> RouteMatch {
         RouteMatch {
+            grpc: None,
             path,
             method: method.then(|| "GET".to_string()),
             headers: (0..headers)

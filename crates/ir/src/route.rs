@@ -33,6 +33,9 @@ pub struct RouteId {
 pub enum RouteKind {
     #[serde(rename = "HTTPRoute")]
     Http,
+    /// Lowered onto the HTTP rule type: one router, two front doors.
+    #[serde(rename = "GRPCRoute")]
+    Grpc,
     #[serde(rename = "TLSRoute")]
     Tls,
     #[serde(rename = "TCPRoute")]
@@ -45,6 +48,7 @@ impl RouteKind {
     pub fn as_str(self) -> &'static str {
         match self {
             RouteKind::Http => "HTTPRoute",
+            RouteKind::Grpc => "GRPCRoute",
             RouteKind::Tls => "TLSRoute",
             RouteKind::Tcp => "TCPRoute",
             RouteKind::Udp => "UDPRoute",
@@ -75,6 +79,17 @@ pub struct RouteMatch {
     pub headers: Vec<HeaderMatch>,
     /// All must match. Names are case-sensitive.
     pub query: Vec<QueryMatch>,
+    /// Set on a GRPCRoute's match (lowered onto the path): its precedence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<GrpcMethodChars>,
+}
+
+/// A GRPCRoute match's precedence: characters in the matching service,
+/// then in the matching method (more first), as the spec orders them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GrpcMethodChars {
+    pub service: u32,
+    pub method: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

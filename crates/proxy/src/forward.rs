@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use http::header::{HOST, LOCATION};
+use http::header::{HOST, LOCATION, UPGRADE};
 use http::uri::Authority;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Uri, Version};
 use http_body_util::BodyExt;
@@ -18,6 +18,7 @@ use crate::http::body::{ClientBody, ProxyBody, plain};
 use crate::http::headers::{X_FORWARDED_HOST, add_forwarded, strip_hop_by_hop};
 use crate::http::path::apply_modifier;
 use crate::http::redirect::{RedirectInput, location};
+use crate::http::upgrade;
 use crate::listen::client_identity::X_FORWARDED_CLIENT_CERT;
 use crate::metrics::StatusCounters;
 use crate::rejections::RejectReason;
@@ -90,12 +91,16 @@ pub async fn serve<'r>(
     matched: &'r CompiledMatch,
     backend_identity: Option<&Arc<BackendIdentity>>,
     host: String,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Forwarded<'r> {
+    let upgrade = upgrade::requested(&req).map(|protocol| (protocol, hyper::upgrade::on(&mut req)));
     let (mut parts, body) = req.into_parts();
     // Before any route edit: a client's `Connection` list may name only its
     // own headers, never one the gateway sets.
     strip_hop_by_hop(&mut parts.headers, true);
+    if let Some((protocol, _)) = &upgrade {
+        upgrade::restore(&mut parts.headers, protocol.clone());
+    }
     // Only the gateway speaks for the client certificate: a client's own
     // claim is dropped, then (when configured) the verified identity set.
     parts.headers.remove(X_FORWARDED_CLIENT_CERT);
@@ -181,6 +186,10 @@ pub async fn serve<'r>(
             );
         }
     };
+    if upgrade.is_some() && matches!(via, Via::H2c) {
+        // HTTP/2 has no Upgrade, and an h2c backend may not speak HTTP/1.1.
+        return local(StatusCode::BAD_GATEWAY, "upstream cannot upgrade\n");
+    }
     let Some(endpoint) = cluster.next_endpoint() else {
         return local(StatusCode::SERVICE_UNAVAILABLE, "no healthy upstream\n");
     };
@@ -227,7 +236,9 @@ pub async fn serve<'r>(
     let (body, client_body) = ClientBody::new(body);
     let upstream_req = Request::from_parts(parts, body);
 
-    let call = shared.upstreams.send(via, endpoint, upstream_req);
+    let call = shared
+        .upstreams
+        .send(via, endpoint, upstream_req, upgrade.is_some());
     let result = match route.timeouts.backend_request_ms {
         Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), call).await {
             Ok(r) => r,
@@ -257,8 +268,29 @@ pub async fn serve<'r>(
             return local(StatusCode::BAD_GATEWAY, "upstream unavailable\n");
         }
     };
+    let mut upstream_response = upstream_response;
+    let switching = upstream_response.status() == StatusCode::SWITCHING_PROTOCOLS;
+    let protocol = upstream_response.headers().get(UPGRADE).cloned();
+    let upgraded = match (upgrade, protocol) {
+        (Some((_, client)), Some(protocol)) if switching => {
+            let backend = hyper::upgrade::on(&mut upstream_response);
+            let idle = shared.upgrade_idle;
+            upgrade::tunnel(&conn.upgrade, client, backend, idle, shared.metrics.clone());
+            Some(protocol)
+        }
+        // A 101 must name the protocol (RFC 9110 15.2.2) and answer an
+        // upgrade the client asked for.
+        _ if switching => {
+            tracing::warn!(route = %route.label, upstream = %cluster.name, %endpoint, "upstream switched protocols unasked or without Upgrade");
+            return local(StatusCode::BAD_GATEWAY, "upstream switched protocols\n");
+        }
+        _ => None,
+    };
     let (mut parts, body) = upstream_response.into_parts();
     strip_hop_by_hop(&mut parts.headers, false);
+    if let Some(protocol) = upgraded {
+        upgrade::restore(&mut parts.headers, protocol);
+    }
     parts.version = Version::HTTP_11;
     for edits in response_edits {
         edits.apply(&mut parts.headers);

@@ -17,9 +17,11 @@ use hyper_util::server::conn::auto;
 
 use crate::forward::{self, Forwarded};
 use crate::http::body::{ProxyBody, plain};
+use crate::http::grpc::{self, into_grpc, is_grpc};
 use crate::http::headers::ForwardedTrust;
 use crate::http::limits::HttpLimits;
 use crate::http::normalize::{PathError, PathOptions, normalize_path};
+use crate::http::upgrade::UpgradeSlot;
 use crate::listen::client_identity::ClientIdentity;
 use crate::metrics::{Metrics, StatusCounters};
 use crate::overload::Overload;
@@ -47,6 +49,9 @@ pub struct Shared {
     /// Pass the verified client identity to backends in
     /// `x-forwarded-client-cert`.
     pub forward_client_cert: bool,
+    /// An upgraded (WebSocket) connection with no bytes either way for
+    /// this long is closed.
+    pub upgrade_idle: Duration,
 }
 
 /// Where a connection came in and from whom.
@@ -63,6 +68,8 @@ pub struct ConnInfo {
     /// The verified client certificate's identity, when the connection
     /// presented one (frontend validation).
     pub client_identity: Option<Arc<ClientIdentity>>,
+    /// The relay of this connection once a request upgraded it.
+    pub upgrade: UpgradeSlot,
 }
 
 impl ConnInfo {
@@ -117,6 +124,17 @@ pub async fn handle(
     conn: ConnInfo,
     req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
+    let grpc = is_grpc(req.headers());
+    let Ok(response) = respond(shared, table, conn, req).await;
+    Ok(if grpc { into_grpc(response) } else { response })
+}
+
+async fn respond(
+    shared: Arc<Shared>,
+    table: SharedTable,
+    conn: ConnInfo,
+    req: Request<Incoming>,
+) -> Result<Response<ProxyBody>, Infallible> {
     let started = Instant::now();
     let Some(_in_flight) = shared.overload.admit() else {
         shared.metrics.rejections.record(RejectReason::Overloaded);
@@ -163,6 +181,15 @@ pub async fn handle(
         return Ok(plain(StatusCode::NOT_FOUND, "no route matched\n"));
     };
     let route = hit.route;
+    // The sooner of the route's request timeout and the gRPC client's own
+    // deadline (answered DEADLINE_EXCEEDED).
+    let limit = [
+        route.timeouts.request_ms.map(Duration::from_millis),
+        grpc::timeout(req.headers()),
+    ]
+    .into_iter()
+    .flatten()
+    .min();
     let host = normalize_host(request_host(&req), &mut host_buf).to_string();
     let work = forward::serve(
         &shared,
@@ -173,8 +200,8 @@ pub async fn handle(
         host,
         req,
     );
-    let outcome = match route.timeouts.request_ms {
-        Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), work).await {
+    let outcome = match limit {
+        Some(limit) => match tokio::time::timeout(limit, work).await {
             Ok(done) => done,
             Err(_) => Forwarded::local(route, StatusCode::GATEWAY_TIMEOUT, "request timed out\n"),
         },

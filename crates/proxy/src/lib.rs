@@ -68,8 +68,8 @@ pub struct ProxyOptions {
     pub connect_timeout: Duration,
     /// How request paths are normalised before matching.
     pub path: PathOptions,
-    /// A TCP or TLS connection with no bytes either way for this long is
-    /// closed.
+    /// A TCP or TLS connection, or an upgraded HTTP connection (WebSocket),
+    /// with no bytes either way for this long is closed.
     pub tcp_idle_timeout: Duration,
     pub udp: UdpOptions,
     pub http: HttpLimits,
@@ -172,6 +172,7 @@ impl Proxy {
             path: options.path,
             forwarded: options.forwarded.clone(),
             forward_client_cert: options.forward_client_cert,
+            upgrade_idle: options.tcp_idle_timeout,
             http: crate::http::server::builder(&options.http),
             limits: options.http.clone(),
             overload: overload::Overload::new(options.overload),

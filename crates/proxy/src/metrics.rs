@@ -110,6 +110,7 @@ pub struct Metrics {
     pub config_applies: AtomicU64,
     pub rejections: Rejections,
     pub l4: L4Registry,
+    pub upgrades: crate::http::upgrade::UpgradeMetrics,
 }
 
 impl Metrics {
@@ -172,6 +173,7 @@ impl Metrics {
         }
         self.rejections.render(out);
         self.l4.render(out);
+        self.upgrades.render(out);
     }
 }
 

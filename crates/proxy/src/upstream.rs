@@ -97,9 +97,14 @@ impl Upstreams {
         via: Via,
         endpoint: SocketAddr,
         req: Request<ClientBody>,
+        upgrade: bool,
     ) -> Result<Response<Incoming>, UpstreamError> {
         match via {
             Via::Http1 => self.http1.request(req).await.map_err(pooled_error),
+            // Upgrade is HTTP/1.1 only: never the backend's HTTP/2.
+            Via::Tls(_, clients) if upgrade => {
+                clients.http1.request(req).await.map_err(pooled_error)
+            }
             Via::Tls(upstream, clients) => {
                 upstream
                     .send(&clients, endpoint, self.connect_timeout, req)

@@ -1,7 +1,8 @@
 //! HTTP/1 limits and overload protection: slowloris heads and idle
 //! connections are closed on time (paused clock), oversized heads and
-//! targets are refused, connections are capped at accept, requests beyond
-//! the in-flight limit are shed with 503.
+//! targets are refused, connections are capped at accept (and only
+//! accepted ones count), requests beyond the in-flight limit are shed with
+//! 503.
 
 mod common;
 
@@ -154,6 +155,61 @@ async fn a_full_listener_stops_accepting_until_a_connection_ends() {
     assert!(early.is_err(), "answered while the listener was full");
     drop(first);
     second.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+}
+
+/// An idle accept loop holds no connection permit: with two listener
+/// sockets and room for two connections, both can be open on one socket
+/// while the other only waits for clients. The limit still holds: a third
+/// connection waits in the kernel's backlog until one of them ends.
+#[tokio::test]
+async fn idle_listeners_hold_no_connection_permit() {
+    let options = ProxyOptions {
+        overload: OverloadLimits {
+            max_connections: 2,
+            ..OverloadLimits::default()
+        },
+        ..ProxyOptions::default()
+    };
+    let backend = echo_backend("b").await;
+    let (a, b) = (free_port(), free_port());
+    let routes = |tag| vec![route(tag, &[], vec![prefix("/")], vec![to("echo", 1)])];
+    let sockets = vec![
+        socket(a, vec![gateway_listener("a", None, routes("on-a"))]),
+        socket(b, vec![gateway_listener("b", None, routes("on-b"))]),
+    ];
+    let config = config(sockets, vec![cluster("echo", &[backend.addr])]);
+    let (_proxy, _) = start_proxy_with(config, options).await;
+
+    let mut head = [0u8; 12];
+    let mut open = Vec::new();
+    for n in 1..=2 {
+        let mut conn = TcpStream::connect((LOCALHOST, a)).await.unwrap();
+        conn.write_all(b"GET / HTTP/1.1\r\nHost: h.test\r\n\r\n")
+            .await
+            .unwrap();
+        let read = tokio::time::timeout(Duration::from_secs(10), conn.read_exact(&mut head)).await;
+        assert!(
+            matches!(read, Ok(Ok(_))),
+            "connection {n} of 2 on one socket not served, the other socket idle: {read:?}"
+        );
+        assert_eq!(&head, b"HTTP/1.1 200");
+        open.push(conn);
+    }
+    // A bounded read that must time out: the third waits in the backlog.
+    let mut third = TcpStream::connect((LOCALHOST, b)).await.unwrap();
+    third
+        .write_all(b"GET / HTTP/1.1\r\nHost: h.test\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let early = tokio::time::timeout(Duration::from_secs(1), third.read_exact(&mut head)).await;
+    assert!(early.is_err(), "answered beyond max_connections 2");
+    drop(open);
+    let read = tokio::time::timeout(Duration::from_secs(10), third.read_exact(&mut head)).await;
+    assert!(
+        matches!(read, Ok(Ok(_))),
+        "not served once a connection ended: {read:?}"
+    );
     assert_eq!(&head, b"HTTP/1.1 200");
 }
 

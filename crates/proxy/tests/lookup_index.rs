@@ -25,6 +25,7 @@ fn overlapping_config() -> Config {
                     _ => PathMatch::Regex(format!("{p}.*")),
                 };
                 r.matches = vec![RouteMatch {
+                    grpc: None,
                     path,
                     method: method.map(Into::into),
                     headers: vec![],

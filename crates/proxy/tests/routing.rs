@@ -42,6 +42,7 @@ async fn path_method_header_query_precedence() {
             "regex",
             &[],
             vec![RouteMatch {
+                grpc: None,
                 path: PathMatch::Regex("/r/[0-9]+".into()),
                 ..prefix("/")
             }],
@@ -87,6 +88,7 @@ async fn path_method_header_query_precedence() {
             "bad-regex",
             &[],
             vec![RouteMatch {
+                grpc: None,
                 path: PathMatch::Regex("(".into()),
                 ..prefix("/")
             }],

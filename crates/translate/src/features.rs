@@ -6,6 +6,8 @@
 pub const SUPPORTED_FEATURES: &[&str] = &[
     "BackendTLSPolicy",
     "BackendTLSPolicySANValidation",
+    "GRPCRoute",
+    "GRPCRouteNamedRouteRule",
     "Gateway",
     "GatewayAddressEmpty",
     "GatewayBackendClientCertificate",
@@ -21,6 +23,7 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "HTTPRoute307RedirectStatusCode",
     "HTTPRoute308RedirectStatusCode",
     "HTTPRouteBackendProtocolH2C",
+    "HTTPRouteBackendProtocolWebSocket",
     "HTTPRouteBackendRequestHeaderModification",
     "HTTPRouteBackendTimeout",
     "HTTPRouteHostRewrite",

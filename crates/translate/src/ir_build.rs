@@ -168,7 +168,7 @@ fn clusters(
             tls: backend_tls.cluster_tls(spec).or_else(|| {
                 spec.requires_tls.then(|| UpstreamTls::Invalid {
                     reason: format!(
-                        "{}: appProtocol https, but no BackendTLSPolicy says how to verify it",
+                        "{}: its appProtocol asks for TLS, but no BackendTLSPolicy says how to verify it",
                         spec.name
                     ),
                 })

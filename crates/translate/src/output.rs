@@ -34,6 +34,7 @@ pub struct Statuses {
 pub fn api_kind(kind: RouteKind) -> Kind {
     match kind {
         RouteKind::Http => Kind::HttpRoute,
+        RouteKind::Grpc => Kind::GrpcRoute,
         RouteKind::Tls => Kind::TlsRoute,
         RouteKind::Tcp => Kind::TcpRoute,
         RouteKind::Udp => Kind::UdpRoute,
@@ -44,6 +45,7 @@ pub fn api_kind(kind: RouteKind) -> Kind {
 pub fn route_kind(kind: Kind) -> Option<RouteKind> {
     [
         RouteKind::Http,
+        RouteKind::Grpc,
         RouteKind::Tls,
         RouteKind::Tcp,
         RouteKind::Udp,

@@ -209,6 +209,7 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "gateway",
                 "listener",
                 "httproute",
+                "grpcroute",
                 "tlsroute",
                 "tcproute",
                 "udproute",

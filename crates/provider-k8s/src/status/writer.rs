@@ -159,6 +159,9 @@ async fn pass(
             RouteKind::Http => {
                 plan.route(name, key, snapshot.http_routes.get(key), desired, client)
             }
+            RouteKind::Grpc => {
+                plan.route(name, key, snapshot.grpc_routes.get(key), desired, client)
+            }
             RouteKind::Tls => plan.route(name, key, snapshot.tls_routes.get(key), desired, client),
             RouteKind::Tcp => plan.route(name, key, snapshot.tcp_routes.get(key), desired, client),
             RouteKind::Udp => plan.route(name, key, snapshot.udp_routes.get(key), desired, client),
@@ -312,6 +315,7 @@ macro_rules! route_objects {
 
 route_objects! {
     coxswain_api::HttpRoute => coxswain_api::gw::httproutes::HttpRouteStatus;
+    coxswain_api::GrpcRoute => coxswain_api::gw::grpcroutes::GrpcRouteStatus;
     coxswain_api::TlsRoute => coxswain_api::gw::tlsroutes::TlsRouteStatus;
     coxswain_api::TcpRoute => coxswain_api::gw::tcproutes::TcpRouteStatus;
     coxswain_api::UdpRoute => coxswain_api::gw::udproutes::UdpRouteStatus;

@@ -17,6 +17,9 @@ pub fn plain(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
+        .extensions_mut()
+        .insert(crate::http::grpc::LocalReply(text));
+    response
 }
 
 /// A client's request body on its way upstream, remembering whether the

@@ -2,9 +2,11 @@
 
 pub mod authority;
 pub mod body;
+pub mod grpc;
 pub mod headers;
 pub mod limits;
 pub mod normalize;
 pub mod path;
 pub mod redirect;
 pub mod server;
+pub mod upgrade;

@@ -102,6 +102,7 @@ pub async fn serve_connection<I>(
     let metrics = shared.metrics.clone();
     let tracked = activity.clone();
     let client = info.client;
+    let upgrade = info.upgrade.clone();
     let service = service_fn(move |req| {
         let (shared, table, activity) = (shared.clone(), table.clone(), tracked.clone());
         let info = info.clone();
@@ -123,7 +124,7 @@ pub async fn serve_connection<I>(
             response
         }
     });
-    let conn = builder.serve_connection(TokioIo::new(io), service);
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     let mut conn = std::pin::pin!(conn);
     let mut closing = false;
     loop {
@@ -136,7 +137,7 @@ pub async fn serve_connection<I>(
                     }
                     tracing::debug!(%client, error = %e, "connection ended with error");
                 }
-                return;
+                break;
             }
             changed = drain.changed(), if !closing => {
                 if changed.is_err() || *drain.borrow() {
@@ -153,6 +154,9 @@ pub async fn serve_connection<I>(
             }
         }
     }
+    // HTTP is done with the socket; an upgraded connection is relayed on
+    // (in this task: it still counts, and drains with its listener).
+    upgrade.run().await;
 }
 
 /// Sleeps until `deadline`; with none (a request is in flight), re-checks

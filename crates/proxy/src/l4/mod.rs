@@ -3,7 +3,7 @@
 //! each connection or UDP session.
 
 pub mod metrics;
-mod splice;
+pub(crate) mod splice;
 pub mod tcp;
 pub mod udp;
 

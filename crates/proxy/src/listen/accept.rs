@@ -103,16 +103,9 @@ async fn accept_loop(
     let room = state.shared.overload.listener_semaphore();
     loop {
         while connections.try_join_next().is_some() {}
-        // At the connection limit, wait here: the kernel's backlog holds
-        // new clients instead of the proxy running out of descriptors.
-        let permits = tokio::select! {
-            _ = &mut stopped => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-            permits = state.shared.overload.connection(&room) => permits,
-        };
-        let Some(permits) = permits else { break };
         tokio::select! {
             _ = &mut stopped => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
             accepted = listener.accept() => {
                 let (stream, client) = match accepted {
                     Ok(pair) => pair,
@@ -123,6 +116,15 @@ async fn accept_loop(
                         continue;
                     }
                 };
+                // At the connection limit, this one connection waits here
+                // and the kernel's backlog holds the next clients, instead
+                // of the proxy running out of descriptors. Taken after
+                // accepting, so an idle listener holds no permit.
+                let permits = tokio::select! {
+                    _ = &mut stopped => break,
+                    permits = state.shared.overload.connection(&room) => permits,
+                };
+                let Some(permits) = permits else { break };
                 let _ = stream.set_nodelay(true);
                 let plan = plan.load_full();
                 let state = state.clone();
@@ -135,6 +137,7 @@ async fn accept_loop(
                         https: false,
                         sni_listener: None,
                         client_identity: None,
+                        upgrade: Default::default(),
                     };
                     match &*plan {
                         SocketPlan::Http => {

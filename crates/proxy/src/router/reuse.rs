@@ -156,6 +156,7 @@ mod tests {
             },
             hostnames: vec![],
             matches: vec![RouteMatch {
+                grpc: None,
                 path: PathMatch::Regex("/a.*".into()),
                 method: None,
                 headers: vec![],

@@ -157,6 +157,7 @@ pub fn to(cluster: &str, weight: u32) -> WeightedBackend {
 
 pub fn prefix(p: &str) -> RouteMatch {
     RouteMatch {
+        grpc: None,
         path: PathMatch::Prefix(p.into()),
         method: None,
         headers: vec![],
@@ -166,6 +167,7 @@ pub fn prefix(p: &str) -> RouteMatch {
 
 pub fn exact(p: &str) -> RouteMatch {
     RouteMatch {
+        grpc: None,
         path: PathMatch::Exact(p.into()),
         ..prefix("/")
     }

@@ -22,6 +22,7 @@ fn rule(i: usize, hostnames: Vec<Hostname>, path: PathMatch) -> Route {
         },
         hostnames,
         matches: vec![RouteMatch {
+            grpc: None,
             path,
             method: None,
             headers: vec![],

@@ -52,13 +52,13 @@ impl Protocol {
         })
     }
 
-    /// The route kind this protocol serves.
-    pub fn route_kind(self) -> RouteKind {
+    /// The route kinds this protocol serves, in supportedKinds order.
+    pub fn route_kinds(self) -> &'static [RouteKind] {
         match self {
-            Protocol::Http | Protocol::Https => RouteKind::Http,
-            Protocol::Tls(_) => RouteKind::Tls,
-            Protocol::Tcp => RouteKind::Tcp,
-            Protocol::Udp => RouteKind::Udp,
+            Protocol::Http | Protocol::Https => &[RouteKind::Http, RouteKind::Grpc],
+            Protocol::Tls(_) => &[RouteKind::Tls],
+            Protocol::Tcp => &[RouteKind::Tcp],
+            Protocol::Udp => &[RouteKind::Udp],
         }
     }
 
@@ -159,7 +159,7 @@ pub fn build_listener(
         .map(Hostname::parse);
     let namespaces = allowed_namespaces(spec);
     let (supported_kinds, invalid_kinds) = match protocol {
-        Some(p) => route_kinds(spec, p.route_kind()),
+        Some(p) => route_kinds(spec, p.route_kinds()),
         None => (Vec::new(), None),
     };
 
@@ -264,21 +264,22 @@ fn allowed_namespaces(spec: &GatewayListeners) -> Result<AllowedNamespaces, Stri
 
 /// Splits allowedRoutes.kinds into the kind the protocol serves and a
 /// message naming the rest. Unset kinds mean the protocol's kind.
-fn route_kinds(spec: &GatewayListeners, served: RouteKind) -> (Vec<RouteKind>, Option<String>) {
+fn route_kinds(spec: &GatewayListeners, served: &[RouteKind]) -> (Vec<RouteKind>, Option<String>) {
     let requested = spec.allowed_routes.as_ref().and_then(|a| a.kinds.as_ref());
     let Some(requested) = requested.filter(|k| !k.is_empty()) else {
-        return (vec![served], None);
+        return (served.to_vec(), None);
     };
     let mut valid = Vec::new();
     let mut invalid = Vec::new();
     for k in requested {
         let group = k.group.as_deref().unwrap_or(GATEWAY_GROUP);
-        if group == GATEWAY_GROUP && k.kind == served.as_str() {
-            if !valid.contains(&served) {
-                valid.push(served);
-            }
-        } else {
-            invalid.push(format!("{group}/{}", k.kind));
+        let kind = served
+            .iter()
+            .find(|s| group == GATEWAY_GROUP && k.kind == s.as_str());
+        match kind {
+            Some(kind) if !valid.contains(kind) => valid.push(*kind),
+            Some(_) => {}
+            None => invalid.push(format!("{group}/{}", k.kind)),
         }
     }
     let message =

@@ -15,6 +15,7 @@ use crate::gateway::{GatewayModel, ListenerOwner, parent_of};
 use crate::gateway::{Protocol, TlsMode};
 use crate::route::backends::Lookup;
 use crate::route::hostnames::effective_hostnames;
+use crate::route::kind_conflicts::{self, Lost};
 use crate::route::object::{AnyRoute, ParentRef, RouteKey, all_routes};
 use crate::route::status::{RouteStatus, parent_status};
 use crate::route::{ClusterSpec, CompiledRoute, IrRules, compile_route};
@@ -49,13 +50,23 @@ pub struct Attachments {
     pub gateways_by_service: BTreeMap<(String, String), BTreeSet<ObjectKey>>,
 }
 
+/// A route's rules on one listener, and the parent (its index in the
+/// route's status) that put them there.
+#[derive(Debug)]
+pub struct AttachedRules {
+    pub gateway: ObjectKey,
+    pub listener: usize,
+    pub parent: usize,
+    pub rules: IrRules,
+}
+
 /// One route's translation. It depends on the route itself and on the
 /// rest of the world (Gateways, Services, grants, namespaces, options), but
 /// never on other routes, so it can be kept while neither changes.
 #[derive(Debug, Default)]
 pub struct RouteOutcome {
     /// Listeners the route attached to, with its IR rules on each.
-    pub listeners: Vec<(ObjectKey, usize, IrRules)>,
+    pub listeners: Vec<AttachedRules>,
     /// `None` when no parentRef names a Gateway of ours.
     pub status: Option<Arc<RouteStatus>>,
     /// Service ports referenced by the route's rules, when it attached.
@@ -97,22 +108,67 @@ pub fn attach_routes(
     *memo = refreshed.into_iter().collect();
 
     let mut out = Attachments::default();
-    let mut ranked: Vec<(Option<&Time>, &ObjectKey, &RouteOutcome)> = memo
+    let mut ranked: Vec<(Option<&Time>, &RouteKey, &RouteOutcome)> = memo
         .iter()
-        .map(|((_, key), (object, outcome))| {
-            (object.meta().creation_timestamp.as_ref(), key, outcome)
-        })
+        .map(|(key, (object, outcome))| (object.meta().creation_timestamp.as_ref(), key, outcome))
         .collect();
     // The spec's tie-break order: oldest first, then namespace/name.
-    ranked.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    for (rank, (_, _, outcome)) in ranked.into_iter().enumerate() {
-        merge(&mut out, gateways, rank, outcome);
+    ranked.sort_by(|a, b| (a.0, &a.1.1).cmp(&(b.0, &b.1.1)));
+    let lost = kind_conflicts::resolve(ranked.iter().map(|(_, key, outcome)| (*key, *outcome)));
+    for (rank, (_, key, outcome)) in ranked.into_iter().enumerate() {
+        merge(&mut out, gateways, rank, outcome, lost.get(key));
     }
     out.statuses = memo
         .iter()
-        .filter_map(|(key, (_, outcome))| Some((key.clone(), outcome.status.clone()?)))
+        .filter_map(|(key, (_, outcome))| {
+            let status = outcome.status.clone()?;
+            Some(match lost.get(key) {
+                Some(lost) => (key.clone(), conflicted(status, outcome, lost)),
+                None => (key.clone(), status),
+            })
+        })
         .collect();
     out
+}
+
+/// The status of a route that lost listeners to a route of the rival kind:
+/// a parent whose every listener was lost is not accepted.
+fn conflicted(status: Arc<RouteStatus>, outcome: &RouteOutcome, lost: &[Lost]) -> Arc<RouteStatus> {
+    let mut status = (*status).clone();
+    for (parent, entry) in status.parents.iter_mut().enumerate() {
+        let mut entries = outcome
+            .listeners
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.parent == parent)
+            .peekable();
+        if entries.peek().is_none() {
+            continue;
+        }
+        let mut winner = None;
+        for (i, _) in entries {
+            match lost.iter().find(|l| l.entry == i) {
+                Some(l) => winner = Some(&l.winner),
+                None => {
+                    winner = None;
+                    break;
+                }
+            }
+        }
+        let Some((kind, key)) = winner else {
+            continue;
+        };
+        if let Some(c) = entry.conditions.iter_mut().find(|c| c.type_ == "Accepted") {
+            c.status = "False".to_string();
+            c.reason = Reason::NotAllowedByListeners.as_str().to_string();
+            c.message = format!(
+                "{} {key} already serves an overlapping hostname on this parent's listeners; \
+                 of an HTTPRoute and a GRPCRoute sharing a hostname only the older is accepted",
+                kind.as_str()
+            );
+        }
+    }
+    Arc::new(status)
 }
 
 /// Adds one route's outcome: its rules on each listener, the listeners'
@@ -122,8 +178,21 @@ fn merge(
     gateways: &mut BTreeMap<ObjectKey, GatewayModel>,
     rank: usize,
     outcome: &RouteOutcome,
+    lost: Option<&Vec<Lost>>,
 ) {
-    for (gw_key, idx, rules) in &outcome.listeners {
+    let kept = outcome
+        .listeners
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !lost.is_some_and(|lost| lost.iter().any(|l| l.entry == *i)))
+        .map(|(_, a)| a);
+    for AttachedRules {
+        gateway: gw_key,
+        listener: idx,
+        rules,
+        ..
+    } in kept
+    {
         if let Some(l) = gateways
             .get_mut(gw_key)
             .and_then(|g| g.listeners.get_mut(*idx))
@@ -163,8 +232,8 @@ fn merge(
         let ancestors: Vec<ObjectKey> = outcome
             .listeners
             .iter()
-            .filter(|(gw, idx, _)| originates_tls(gw, *idx))
-            .map(|(gw, _, _)| gw.clone())
+            .filter(|a| originates_tls(&a.gateway, a.listener))
+            .map(|a| a.gateway.clone())
             .collect();
         out.gateways_by_service
             .entry((spec.namespace.clone(), spec.service.clone()))
@@ -184,10 +253,13 @@ fn route_outcome(
 ) -> RouteOutcome {
     let compiled = compile_route(lookup, key, route);
     let mut parents = Vec::new();
-    // Listeners this route attached to, with effective hostnames.
-    let mut targets: Vec<(ObjectKey, usize, Vec<Hostname>)> = Vec::new();
+    // Listeners this route attached to, with effective hostnames and the
+    // parent (index in `parents`) that attached it.
+    let mut targets: Vec<(ObjectKey, usize, Vec<Hostname>, usize)> = Vec::new();
     for parent in route.parent_refs() {
-        let Some(outcome) = attach_parent(snapshot, gateways, &compiled, &parent, &mut targets)
+        let index = parents.len();
+        let Some(outcome) =
+            attach_parent(snapshot, gateways, &compiled, &parent, index, &mut targets)
         else {
             continue;
         };
@@ -204,9 +276,13 @@ fn route_outcome(
             }
         }
     }
-    for (gw_key, idx, hostnames) in targets {
-        let rules = compiled.ir_rules(&hostnames);
-        out.listeners.push((gw_key, idx, rules));
+    for (gateway, listener, hostnames, parent) in targets {
+        out.listeners.push(AttachedRules {
+            gateway,
+            listener,
+            parent,
+            rules: compiled.ir_rules(&hostnames),
+        });
     }
     out
 }
@@ -217,7 +293,8 @@ fn attach_parent(
     gateways: &BTreeMap<ObjectKey, GatewayModel>,
     route: &CompiledRoute,
     parent: &ParentRef,
-    targets: &mut Vec<(ObjectKey, usize, Vec<Hostname>)>,
+    parent_index: usize,
+    targets: &mut Vec<(ObjectKey, usize, Vec<Hostname>, usize)>,
 ) -> Option<Cond> {
     let namespace = parent.namespace.as_deref().unwrap_or(&route.key.namespace);
     let parent_key = ObjectKey::new(namespace, parent.name.as_str());
@@ -320,9 +397,9 @@ fn attach_parent(
         return Some(rejected(reason, message));
     }
     for (idx, hostnames) in found {
-        let already = targets.iter().any(|(k, i, _)| *k == gw_key && *i == idx);
+        let already = targets.iter().any(|(k, i, _, _)| *k == gw_key && *i == idx);
         if !already {
-            targets.push((gw_key.clone(), idx, hostnames));
+            targets.push((gw_key.clone(), idx, hostnames, parent_index));
         }
     }
     Some(Cond::new(

@@ -52,6 +52,37 @@ impl<'a> Lookup<'a> {
 /// Why a backendRef did not resolve.
 pub type Unresolved = (Reason, String);
 
+/// How the gateway speaks to a Service port of `app_protocol` for a route
+/// of `route_kind`: the HTTP version, and whether over TLS (the port's
+/// BackendTLSPolicy then says how to verify it).
+fn upstream_protocol(
+    route_kind: RouteKind,
+    app_protocol: Option<&str>,
+) -> Result<(UpstreamProtocol, bool), String> {
+    use UpstreamProtocol::{H2c, Http1};
+    // IANA service names compare case-insensitively.
+    let tls = app_protocol.is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    match (route_kind, app_protocol) {
+        // gRPC needs HTTP/2: a port that names no protocol is spoken to
+        // over h2c, a TLS one over h2 only.
+        (RouteKind::Grpc, None | Some("kubernetes.io/h2c")) => Ok((H2c, false)),
+        (RouteKind::Grpc, Some(_)) if tls => Ok((H2c, true)),
+        (RouteKind::Grpc, Some(other)) => Err(format!(
+            "appProtocol {other:?} is not HTTP/2; a GRPCRoute needs kubernetes.io/h2c, https or none"
+        )),
+        (RouteKind::Http, None | Some("http" | "kubernetes.io/http" | "kubernetes.io/ws")) => {
+            Ok((Http1, false))
+        }
+        (RouteKind::Http, Some("kubernetes.io/wss")) => Ok((Http1, true)),
+        (RouteKind::Http, Some(_)) if tls => Ok((Http1, true)),
+        (RouteKind::Http, Some("kubernetes.io/h2c")) => Ok((H2c, false)),
+        (RouteKind::Http, Some(other)) => Err(format!("appProtocol {other:?} is not supported")),
+        // A byte stream or datagrams: the application protocol is the
+        // backend's business.
+        (_, _) => Ok((Http1, tls)),
+    }
+}
+
 /// Resolves a backendRef of a `route_kind` route in `route_ns` to a
 /// Service port. The ReferenceGrant is checked before the Service's
 /// existence: a reference that is not permitted says so, whether or not
@@ -115,24 +146,21 @@ pub fn resolve(
         ));
     };
     let app_protocol = service_port.app_protocol.as_deref();
-    // IANA service names compare case-insensitively.
-    let requires_tls = app_protocol.is_some_and(|p| p.eq_ignore_ascii_case("https"));
-    let protocol = match app_protocol {
-        None | Some("http") | Some("kubernetes.io/http") => UpstreamProtocol::Http1,
-        Some(_) if requires_tls => UpstreamProtocol::Http1,
-        Some("kubernetes.io/h2c") => UpstreamProtocol::H2c,
-        // A byte stream or datagrams: the application protocol is the
-        // backend's business.
-        Some(_) if route_kind != RouteKind::Http => UpstreamProtocol::Http1,
-        Some(other) => {
+    let (protocol, requires_tls) = match upstream_protocol(route_kind, app_protocol) {
+        Ok(p) => p,
+        Err(why) => {
             return Err((
                 Reason::UnsupportedProtocol,
-                format!(
-                    "appProtocol {other:?} of Service {namespace}/{} is not supported",
-                    b.name
-                ),
+                format!("Service {namespace}/{} port {port}: {why}", b.name),
             ));
         }
+    };
+    // The same port can be HTTP/1.1 for an HTTPRoute and HTTP/2 for a
+    // GRPCRoute: two clusters.
+    let suffix = if route_kind == RouteKind::Grpc && app_protocol != Some("kubernetes.io/h2c") {
+        "/h2c"
+    } else {
+        ""
     };
     let target_port = match &service_port.target_port {
         Some(IntOrString::Int(p)) => Some(*p),
@@ -140,7 +168,7 @@ pub fn resolve(
         None => Some(port),
     };
     Ok(ClusterSpec {
-        name: format!("{namespace}/{}:{port}", b.name),
+        name: format!("{namespace}/{}:{port}{suffix}", b.name),
         namespace: namespace.to_string(),
         service: b.name.to_string(),
         port_name: service_port.name.clone().filter(|n| !n.is_empty()),

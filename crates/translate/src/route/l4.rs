@@ -51,7 +51,7 @@ fn rules<'a>(route: AnyRoute<'a>) -> Vec<(Option<&'a str>, Vec<BackendRef<'a>>)>
                 )
             })
             .collect(),
-        AnyRoute::Http(_) => Vec::new(),
+        AnyRoute::Http(_) | AnyRoute::Grpc(_) => Vec::new(),
     }
 }
 

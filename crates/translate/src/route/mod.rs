@@ -4,8 +4,10 @@
 
 mod attach;
 mod backends;
+mod grpc;
 mod hostnames;
 mod http;
+mod kind_conflicts;
 mod l4;
 mod object;
 mod status;
@@ -183,6 +185,10 @@ pub fn compile_route(lookup: &Lookup<'_>, key: &ObjectKey, route: AnyRoute<'_>) 
     let (rules, rule_errors, unresolved) = match route {
         AnyRoute::Http(r) => {
             let c = http::compile(lookup, key, r);
+            (Rules::Http(c.rules), c.rule_errors, c.unresolved)
+        }
+        AnyRoute::Grpc(r) => {
+            let c = grpc::compile(lookup, key, r);
             (Rules::Http(c.rules), c.rule_errors, c.unresolved)
         }
         AnyRoute::Tls(_) | AnyRoute::Tcp(_) | AnyRoute::Udp(_) => {

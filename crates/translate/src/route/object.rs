@@ -4,7 +4,7 @@
 
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use coxswain_api::{
-    GATEWAY_GROUP, HttpRoute, Object, ObjectKey, Snapshot, TcpRoute, TlsRoute, UdpRoute,
+    GATEWAY_GROUP, GrpcRoute, HttpRoute, Object, ObjectKey, Snapshot, TcpRoute, TlsRoute, UdpRoute,
 };
 use coxswain_ir::RouteKind;
 
@@ -12,6 +12,7 @@ use coxswain_ir::RouteKind;
 #[derive(Clone, Copy, Debug)]
 pub enum AnyRoute<'a> {
     Http(&'a HttpRoute),
+    Grpc(&'a GrpcRoute),
     Tls(&'a TlsRoute),
     Tcp(&'a TcpRoute),
     Udp(&'a UdpRoute),
@@ -91,6 +92,7 @@ macro_rules! parent_and_backend_refs {
 
 parent_and_backend_refs! {
     coxswain_api::gw::httproutes::HttpRouteParentRefs, coxswain_api::gw::httproutes::HttpRouteRulesBackendRefs;
+    coxswain_api::gw::grpcroutes::GrpcRouteParentRefs, coxswain_api::gw::grpcroutes::GrpcRouteRulesBackendRefs;
     coxswain_api::gw::tlsroutes::TlsRouteParentRefs, coxswain_api::gw::tlsroutes::TlsRouteRulesBackendRefs;
     coxswain_api::gw::tcproutes::TcpRouteParentRefs, coxswain_api::gw::tcproutes::TcpRouteRulesBackendRefs;
     coxswain_api::gw::udproutes::UdpRouteParentRefs, coxswain_api::gw::udproutes::UdpRouteRulesBackendRefs;
@@ -101,6 +103,7 @@ impl<'a> AnyRoute<'a> {
     pub fn of(object: &'a Object) -> Option<Self> {
         Some(match object {
             Object::HttpRoute(r) => AnyRoute::Http(r),
+            Object::GrpcRoute(r) => AnyRoute::Grpc(r),
             Object::TlsRoute(r) => AnyRoute::Tls(r),
             Object::TcpRoute(r) => AnyRoute::Tcp(r),
             Object::UdpRoute(r) => AnyRoute::Udp(r),
@@ -111,6 +114,7 @@ impl<'a> AnyRoute<'a> {
     pub fn kind(self) -> RouteKind {
         match self {
             AnyRoute::Http(_) => RouteKind::Http,
+            AnyRoute::Grpc(_) => RouteKind::Grpc,
             AnyRoute::Tls(_) => RouteKind::Tls,
             AnyRoute::Tcp(_) => RouteKind::Tcp,
             AnyRoute::Udp(_) => RouteKind::Udp,
@@ -120,6 +124,7 @@ impl<'a> AnyRoute<'a> {
     pub fn meta(self) -> &'a ObjectMeta {
         match self {
             AnyRoute::Http(r) => &r.metadata,
+            AnyRoute::Grpc(r) => &r.metadata,
             AnyRoute::Tls(r) => &r.metadata,
             AnyRoute::Tcp(r) => &r.metadata,
             AnyRoute::Udp(r) => &r.metadata,
@@ -127,35 +132,18 @@ impl<'a> AnyRoute<'a> {
     }
 
     pub fn parent_refs(self) -> Vec<ParentRef> {
+        fn all<'a, P: 'a>(refs: &'a Option<Vec<P>>) -> Vec<ParentRef>
+        where
+            ParentRef: From<&'a P>,
+        {
+            refs.iter().flatten().map(ParentRef::from).collect()
+        }
         match self {
-            AnyRoute::Http(r) => r
-                .spec
-                .parent_refs
-                .iter()
-                .flatten()
-                .map(Into::into)
-                .collect(),
-            AnyRoute::Tls(r) => r
-                .spec
-                .parent_refs
-                .iter()
-                .flatten()
-                .map(Into::into)
-                .collect(),
-            AnyRoute::Tcp(r) => r
-                .spec
-                .parent_refs
-                .iter()
-                .flatten()
-                .map(Into::into)
-                .collect(),
-            AnyRoute::Udp(r) => r
-                .spec
-                .parent_refs
-                .iter()
-                .flatten()
-                .map(Into::into)
-                .collect(),
+            AnyRoute::Http(r) => all(&r.spec.parent_refs),
+            AnyRoute::Grpc(r) => all(&r.spec.parent_refs),
+            AnyRoute::Tls(r) => all(&r.spec.parent_refs),
+            AnyRoute::Tcp(r) => all(&r.spec.parent_refs),
+            AnyRoute::Udp(r) => all(&r.spec.parent_refs),
         }
     }
 
@@ -164,6 +152,7 @@ impl<'a> AnyRoute<'a> {
     pub fn hostnames(self) -> Option<&'a [String]> {
         match self {
             AnyRoute::Http(r) => Some(r.spec.hostnames.as_deref().unwrap_or_default()),
+            AnyRoute::Grpc(r) => Some(r.spec.hostnames.as_deref().unwrap_or_default()),
             AnyRoute::Tls(r) => Some(&r.spec.hostnames),
             AnyRoute::Tcp(_) | AnyRoute::Udp(_) => None,
         }
@@ -176,6 +165,10 @@ pub fn all_routes(snapshot: &Snapshot) -> Vec<(RouteKey, Object)> {
         .http_routes
         .iter()
         .map(|(k, r)| ((RouteKind::Http, k.clone()), Object::HttpRoute(r.clone())));
+    let grpc = snapshot
+        .grpc_routes
+        .iter()
+        .map(|(k, r)| ((RouteKind::Grpc, k.clone()), Object::GrpcRoute(r.clone())));
     let tls = snapshot
         .tls_routes
         .iter()
@@ -188,5 +181,5 @@ pub fn all_routes(snapshot: &Snapshot) -> Vec<(RouteKey, Object)> {
         .udp_routes
         .iter()
         .map(|(k, r)| ((RouteKind::Udp, k.clone()), Object::UdpRoute(r.clone())));
-    http.chain(tls).chain(tcp).chain(udp).collect()
+    http.chain(grpc).chain(tls).chain(tcp).chain(udp).collect()
 }

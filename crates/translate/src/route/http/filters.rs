@@ -314,6 +314,7 @@ mod tests {
 
     fn prefix_match() -> Vec<RouteMatch> {
         vec![RouteMatch {
+            grpc: None,
             path: PathMatch::Prefix("/api".into()),
             method: None,
             headers: vec![],
@@ -353,6 +354,7 @@ mod tests {
         let f = [redirect_filter(None, Some("/v2"))];
         assert!(compile_rule_filters(Some(&f), &prefix_match()).is_ok());
         let exact = vec![RouteMatch {
+            grpc: None,
             path: PathMatch::Exact("/api".into()),
             ..prefix_match().remove(0)
         }];

@@ -19,6 +19,7 @@ pub fn compile_matches(
 
 fn catch_all() -> RouteMatch {
     RouteMatch {
+        grpc: None,
         path: PathMatch::Prefix("/".to_string()),
         method: None,
         headers: Vec::new(),
@@ -102,6 +103,7 @@ fn compile_match(m: &HttpRouteRulesMatches) -> Result<RouteMatch, String> {
     }
 
     Ok(RouteMatch {
+        grpc: None,
         path,
         method: m.method.as_ref().map(|x| method_name(x).to_string()),
         headers,
@@ -124,7 +126,7 @@ fn valid_path(value: String) -> Result<String, String> {
     Ok(value)
 }
 
-fn check_regex(pattern: &str, shown: &str) -> Result<(), String> {
+pub fn check_regex(pattern: &str, shown: &str) -> Result<(), String> {
     regex::RegexBuilder::new(pattern)
         .size_limit(coxswain_ir::MAX_REGEX_SIZE)
         .build()

@@ -27,13 +27,14 @@ pub struct CompiledRule {
 /// turns out invalid).
 pub fn resolve_backends(
     lookup: &Lookup<'_>,
+    kind: RouteKind,
     route_ns: &str,
     rule: &HttpRouteRules,
 ) -> Vec<Result<ClusterSpec, Unresolved>> {
     rule.backend_refs
         .iter()
         .flatten()
-        .map(|b| backends::resolve(lookup, RouteKind::Http, route_ns, &BackendRef::from(b)))
+        .map(|b| backends::resolve(lookup, kind, route_ns, &BackendRef::from(b)))
         .collect()
 }
 

@@ -1,0 +1,424 @@
+//! GRPCRoute end to end in standalone mode, with the standard gRPC interop
+//! test server and client (grpc-go, pinned and built by
+//! tools/grpc-interop/build.sh) over real sockets: h2c and TLS with ALPN h2
+//! to the gateway, h2c from the gateway to the server. Also the gateway's
+//! own answers to gRPC requests (no route, no reachable backend), which
+//! must be gRPC statuses rather than bare HTTP errors.
+
+mod support;
+
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+
+use support::*;
+
+/// A child process killed when the test ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The interop server and client binaries, built (or found cached) once
+/// per test binary.
+struct Interop {
+    server: PathBuf,
+    client: PathBuf,
+}
+
+fn interop() -> &'static Interop {
+    static BINARIES: OnceLock<Interop> = OnceLock::new();
+    BINARIES.get_or_init(|| match build_tool("grpc-interop/build.sh").as_slice() {
+        [server, client, ..] => Interop {
+            server: server.clone(),
+            client: client.clone(),
+        },
+        paths => panic!("tools/grpc-interop/build.sh printed {paths:?}"),
+    })
+}
+
+/// The port fields of a Service spoken to over h2c.
+const H2C: &[&str] = &["appProtocol: kubernetes.io/h2c"];
+
+/// The name the gateway's certificate is for (the client checks it).
+const SERVER_NAME: &str = "grpc.test";
+
+struct Ports {
+    /// HTTP listener: h2c with prior knowledge.
+    h2c: u16,
+    /// HTTPS listener: TLS, ALPN h2.
+    https: u16,
+    /// HTTP listener whose route's only endpoint is a closed port.
+    dead: u16,
+    /// HTTP listener whose route's only endpoint accepts and never answers.
+    silent: u16,
+}
+
+/// A GRPCRoute on the given listeners for the interop TestService only.
+fn test_service_route(name: &str, sections: &[&str], backend: &str, port: u16) -> String {
+    let parents: String = sections
+        .iter()
+        .map(|s| format!("  - name: grpc\n    sectionName: {s}\n"))
+        .collect();
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata:
+  name: {name}
+spec:
+  parentRefs:
+{parents}  rules:
+  - matches:
+    - method:
+        service: grpc.testing.TestService
+    backendRefs:
+    - name: {backend}
+      port: {port}
+"
+    )
+}
+
+fn config_yaml(
+    p: &Ports,
+    server_port: u16,
+    closed_port: u16,
+    silent_port: u16,
+    cert: &str,
+    key: &str,
+) -> String {
+    let documents = [
+        format!(
+            "{GATEWAY_CLASS}apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: grpc
+spec:
+  gatewayClassName: coxswain
+  listeners:
+  - name: h2c
+    protocol: HTTP
+    port: {}
+  - name: https
+    protocol: HTTPS
+    port: {}
+    tls:
+      certificateRefs:
+      - name: gateway-cert
+  - name: dead
+    protocol: HTTP
+    port: {}
+  - name: silent
+    protocol: HTTP
+    port: {}
+",
+            p.h2c, p.https, p.dead, p.silent
+        ),
+        format!(
+            "apiVersion: v1
+kind: Secret
+metadata:
+  name: gateway-cert
+type: kubernetes.io/tls
+stringData:
+  tls.crt: |
+{}  tls.key: |
+{}",
+            indent(cert, 4),
+            indent(key, 4)
+        ),
+        loopback_service("interop", server_port, H2C),
+        loopback_service("closed", closed_port, H2C),
+        test_service_route("interop", &["h2c", "https"], "interop", server_port),
+        test_service_route("dead", &["dead"], "closed", closed_port),
+        loopback_service("silent", silent_port, H2C),
+        test_service_route("silent", &["silent"], "silent", silent_port),
+    ];
+    documents.join("---\n")
+}
+
+struct Setup {
+    gateway: Gateway,
+    ports: Ports,
+    certs: TempDir,
+    _server: Running,
+    /// Accepts connections (the kernel's backlog) and never answers.
+    _silent: TcpListener,
+}
+
+impl Setup {
+    fn ca_file(&self) -> PathBuf {
+        self.certs.path().join("ca.crt")
+    }
+
+    /// The GRPCRoute's status, for failure messages.
+    fn route_status(&self) -> String {
+        format!("{:?}", self.gateway.status_of("GRPCRoute", "interop"))
+    }
+}
+
+/// The interop server (h2c) behind a Gateway with an h2c listener, an
+/// HTTPS listener (a CA-signed certificate for [`SERVER_NAME`]), and a
+/// third listener whose route leads to a closed port.
+fn setup(tag: &str) -> Setup {
+    let bins = interop();
+    let server_port = free_port();
+    let server = Running(
+        Command::new(&bins.server)
+            .args(["-port", &server_port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let certs = TempDir::new(&format!("{tag}-certs"));
+    support::pki::ca(certs.path(), "ca");
+    support::pki::server(certs.path(), "gateway", "ca", &format!("DNS:{SERVER_NAME}"));
+    let cert = std::fs::read_to_string(certs.path().join("gateway.crt")).unwrap();
+    let key = std::fs::read_to_string(certs.path().join("gateway.key")).unwrap();
+    let ports = Ports {
+        h2c: free_port(),
+        https: free_port(),
+        dead: free_port(),
+        silent: free_port(),
+    };
+    let silent = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    // Reserved and never bound: connecting to it is refused.
+    let closed_port = free_port();
+    let config = TempDir::new(tag);
+    config.write(
+        "grpc.yaml",
+        &config_yaml(&ports, server_port, closed_port, silent_port, &cert, &key),
+    );
+    wait_for("the interop server", || {
+        TcpStream::connect(("127.0.0.1", server_port)).is_ok()
+    });
+    let gateway = Gateway::start(config, ports.h2c, free_port());
+    for port in [ports.h2c, ports.https, ports.dead, ports.silent] {
+        wait_for("the gateway's listeners", || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+    }
+    Setup {
+        gateway,
+        ports,
+        certs,
+        _server: server,
+        _silent: silent,
+    }
+}
+
+/// One run of the interop client.
+struct ClientRun {
+    status: ExitStatus,
+    output: String,
+}
+
+/// Runs one interop test case against 127.0.0.1:port, in plain text (h2c
+/// with prior knowledge) or, given the CA, over TLS checking the
+/// certificate for [`SERVER_NAME`]. Bounded by the test deadline.
+fn run_client(case: &str, port: u16, tls_ca: Option<&Path>) -> ClientRun {
+    let mut cmd = Command::new(&interop().client);
+    cmd.args(["-server_host", "127.0.0.1"])
+        .args(["-server_port", &port.to_string()])
+        .args(["-test_case", case]);
+    if let Some(ca) = tls_ca {
+        cmd.args([
+            "-use_tls",
+            "-use_test_ca",
+            "-server_host_override",
+            SERVER_NAME,
+        ])
+        .arg("-ca_file")
+        .arg(ca);
+    }
+    let mut child = Running(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let readers = [
+        drain(child.0.stdout.take().unwrap()),
+        drain(child.0.stderr.take().unwrap()),
+    ];
+    let mut status = None;
+    wait_for(&format!("interop client {case} to exit"), || {
+        status = child.0.try_wait().unwrap();
+        status.is_some()
+    });
+    let output = readers.map(|r| r.join().unwrap()).concat();
+    ClientRun {
+        status: status.unwrap(),
+        output,
+    }
+}
+
+/// Reads a child's pipe to the end on a thread of its own.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = pipe.read_to_end(&mut text);
+        String::from_utf8_lossy(&text).into_owned()
+    })
+}
+
+/// Runs each case; fails naming every case that did not exit 0.
+fn run_cases(s: &Setup, cases: &[&str], port: u16, tls_ca: Option<&Path>) {
+    let failed: Vec<String> = cases
+        .iter()
+        .filter_map(|case| {
+            let run = run_client(case, port, tls_ca);
+            (!run.status.success()).then(|| format!("{case}: {}: {}", run.status, run.output))
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "interop cases failed:\n{}\nGRPCRoute status: {}\ngateway log:\n{}",
+        failed.join("\n"),
+        s.route_status(),
+        s.gateway.stderr()
+    );
+}
+
+/// curl's view of a POST of an empty gRPC request to `path`: (verbose
+/// stderr with the response headers, body).
+fn curl_grpc(port: u16, path: &str, extra: &[&str]) -> (String, String) {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let mut args = vec![
+        "--http2-prior-knowledge",
+        "-v",
+        "--max-time",
+        "10",
+        "-X",
+        "POST",
+        "-H",
+        "content-type: application/grpc",
+    ];
+    args.extend_from_slice(extra);
+    args.push(&url);
+    let out = curl(&args);
+    (
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// Asserts a trailers-only gRPC answer: HTTP 200, `grpc-status: code` in
+/// the (only) header block, and no body.
+fn assert_trailers_only(verbose: &str, body: &str, code: u32) {
+    let headers: Vec<String> = verbose
+        .lines()
+        .filter_map(|l| l.strip_prefix("< "))
+        .map(|l| l.trim().to_ascii_lowercase())
+        .collect();
+    assert!(
+        headers.iter().any(|h| h == "http/2 200"),
+        "not HTTP/2 200: {verbose}"
+    );
+    assert!(
+        headers.iter().any(|h| *h == format!("grpc-status: {code}")),
+        "no grpc-status: {code}: {verbose}"
+    );
+    assert!(body.is_empty(), "a body: {body:?}");
+}
+
+/// Every interop case that needs only the TestService, through the h2c
+/// listener: unary, all streaming shapes, deadlines, cancellation, status
+/// codes and messages (Unicode, whitespace), custom metadata in headers
+/// and trailers including binary (`-bin`) values.
+#[test]
+fn interop_cases_over_h2c() {
+    let s = setup("h2c");
+    let cases = [
+        "empty_unary",
+        "large_unary",
+        "client_streaming",
+        "server_streaming",
+        "ping_pong",
+        "empty_stream",
+        "timeout_on_sleeping_server",
+        "custom_metadata",
+        "status_code_and_message",
+        "special_status_message",
+        "cancel_after_begin",
+        "cancel_after_first_response",
+    ];
+    run_cases(&s, &cases, s.ports.h2c, None);
+}
+
+/// TLS ends at the gateway (the client checks its certificate and needs
+/// ALPN h2); the gateway speaks h2c to the server.
+#[test]
+fn interop_cases_over_tls_with_alpn_h2() {
+    let s = setup("tls");
+    let ca = s.ca_file();
+    let cases = ["large_unary", "ping_pong", "custom_metadata"];
+    run_cases(&s, &cases, s.ports.https, Some(&ca));
+}
+
+/// The route matches grpc.testing.TestService only: a call to another
+/// service is answered by the gateway itself, as gRPC UNIMPLEMENTED in a
+/// trailers-only response (HTTP 200, no body), not as a bare HTTP 404
+/// (which a gRPC client would also map to UNIMPLEMENTED).
+#[test]
+fn unrouted_service_is_unimplemented() {
+    let s = setup("unimplemented");
+    let run = run_client("unimplemented_service", s.ports.h2c, None);
+    assert!(
+        run.status.success(),
+        "{}: {}\ngateway log:\n{}",
+        run.status,
+        run.output,
+        s.gateway.stderr()
+    );
+    let (verbose, body) = curl_grpc(s.ports.h2c, "/nope.Svc/M", &[]);
+    assert_trailers_only(&verbose, &body, 12);
+}
+
+/// The only endpoint refuses connections: the call fails UNAVAILABLE with
+/// a status the gateway wrote (HTTP 200, grpc-status 14), not one the
+/// client made up from an HTTP 502/503 ("unexpected HTTP status code").
+#[test]
+fn closed_backend_port_is_unavailable() {
+    let s = setup("unavailable");
+    let run = run_client("empty_unary", s.ports.dead, None);
+    assert!(!run.status.success(), "succeeded: {}", run.output);
+    assert!(
+        run.output.contains("code = Unavailable"),
+        "not UNAVAILABLE: {}",
+        run.output
+    );
+    assert!(
+        !run.output.contains("unexpected HTTP status code"),
+        "UNAVAILABLE only from a non-gRPC HTTP answer: {}",
+        run.output
+    );
+    let (verbose, body) = curl_grpc(s.ports.dead, "/grpc.testing.TestService/EmptyCall", &[]);
+    assert_trailers_only(&verbose, &body, 14);
+}
+
+/// The client's `grpc-timeout` bounds the call at the gateway too: the
+/// backend never answers, and the gateway (not curl, which would wait 10 s)
+/// ends the call DEADLINE_EXCEEDED, well before its 5 s connect timeout.
+#[test]
+fn grpc_timeout_is_enforced_by_the_gateway() {
+    let s = setup("deadline");
+    let path = "/grpc.testing.TestService/EmptyCall";
+    let (verbose, body) = curl_grpc(s.ports.silent, path, &["-H", "grpc-timeout: 200m"]);
+    assert_trailers_only(&verbose, &body, 4);
+    assert!(
+        verbose
+            .to_ascii_lowercase()
+            .contains("grpc-message: request timed out"),
+        "{verbose}"
+    );
+}

@@ -1,0 +1,181 @@
+//! HTTP/1.1 Upgrade (WebSocket, or any protocol the backend agrees to):
+//! the request keeps its `Upgrade` and `Connection: upgrade` (hop-by-hop
+//! headers the proxy otherwise strips), and when the backend answers 101
+//! both connections are handed over and their bytes relayed as they come,
+//! frames never buffered whole, until both sides close or nothing moves
+//! for the idle timeout.
+
+use std::fmt::Write;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use http::header::{CONNECTION, UPGRADE};
+use http::{HeaderMap, HeaderValue, Request, Version};
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+
+use crate::l4::splice::{Counters, splice};
+
+/// Upgraded connections, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct UpgradeMetrics {
+    pub total: AtomicU64,
+    pub active: AtomicU64,
+    /// Client to backend.
+    pub bytes_in: AtomicU64,
+    /// Backend to client.
+    pub bytes_out: AtomicU64,
+}
+
+impl UpgradeMetrics {
+    pub fn render(&self, out: &mut String) {
+        let lines = [
+            (
+                "coxswain_proxy_upgrades_total",
+                "counter",
+                "HTTP connections upgraded (WebSocket and others) after the backend's 101.",
+                &self.total,
+            ),
+            (
+                "coxswain_proxy_upgrades_active",
+                "gauge",
+                "Upgraded connections open now.",
+                &self.active,
+            ),
+            (
+                "coxswain_proxy_upgrade_received_bytes_total",
+                "counter",
+                "Bytes from clients on upgraded connections.",
+                &self.bytes_in,
+            ),
+            (
+                "coxswain_proxy_upgrade_sent_bytes_total",
+                "counter",
+                "Bytes to clients on upgraded connections.",
+                &self.bytes_out,
+            ),
+        ];
+        for (name, kind, help, value) in lines {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
+                value.load(Ordering::Relaxed)
+            );
+        }
+    }
+}
+
+/// The protocol an HTTP/1.1 request asks to switch to: `Connection` lists
+/// `upgrade` and `Upgrade` names it. HTTP/2 has no Upgrade.
+pub fn requested<B>(req: &Request<B>) -> Option<HeaderValue> {
+    if req.version() != Version::HTTP_11 {
+        return None;
+    }
+    let asks = req
+        .headers()
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    asks.then(|| req.headers().get(UPGRADE).cloned()).flatten()
+}
+
+/// Puts the upgrade back after hop-by-hop stripping (request to the
+/// backend, or the backend's 101 to the client).
+pub fn restore(headers: &mut HeaderMap, protocol: HeaderValue) {
+    headers.insert(UPGRADE, protocol);
+    headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
+}
+
+type Relay = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Where a request's handler leaves the relay of an upgraded connection.
+/// The connection's own task runs it once HTTP is done with the socket, so
+/// the connection keeps its place under `--max-connections` and drains
+/// with its listener like any other.
+#[derive(Clone, Default)]
+pub struct UpgradeSlot(Arc<Mutex<Option<Relay>>>);
+
+impl std::fmt::Debug for UpgradeSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UpgradeSlot")
+    }
+}
+
+impl UpgradeSlot {
+    fn put(&self, relay: Relay) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(relay);
+    }
+
+    /// Runs the relay, if a request left one.
+    pub async fn run(&self) {
+        let relay = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(relay) = relay {
+            relay.await;
+        }
+    }
+}
+
+/// Leaves in `slot` the relay of the two upgraded connections, which
+/// starts once both hand-overs complete.
+pub fn tunnel(
+    slot: &UpgradeSlot,
+    client: OnUpgrade,
+    backend: OnUpgrade,
+    idle: Duration,
+    metrics: Arc<crate::metrics::Metrics>,
+) {
+    slot.put(Box::pin(async move {
+        let (client, backend) = match tokio::join!(client, backend) {
+            (Ok(c), Ok(b)) => (c, b),
+            (c, b) => {
+                tracing::debug!(client = ?c.err(), backend = ?b.err(), "upgrade hand-over failed");
+                return;
+            }
+        };
+        let m = &metrics.upgrades;
+        m.total.fetch_add(1, Ordering::Relaxed);
+        m.active.fetch_add(1, Ordering::Relaxed);
+        let end = splice(
+            TokioIo::new(client),
+            TokioIo::new(backend),
+            idle,
+            Counters {
+                inbound: &m.bytes_in,
+                outbound: &m.bytes_out,
+            },
+        )
+        .await;
+        m.active.fetch_sub(1, Ordering::Relaxed);
+        tracing::debug!(?end, "upgraded connection closed");
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(version: Version, headers: &[(&str, &str)]) -> Request<()> {
+        let mut b = Request::builder().version(version);
+        for (n, v) in headers {
+            b = b.header(*n, *v);
+        }
+        b.body(()).unwrap()
+    }
+
+    #[test]
+    fn only_http11_with_connection_upgrade_and_upgrade_asks() {
+        let ws = [
+            ("connection", "keep-alive, Upgrade"),
+            ("upgrade", "websocket"),
+        ];
+        assert_eq!(requested(&req(Version::HTTP_11, &ws)).unwrap(), "websocket");
+        assert!(requested(&req(Version::HTTP_2, &ws)).is_none());
+        assert!(requested(&req(Version::HTTP_11, &[("upgrade", "websocket")])).is_none());
+        assert!(requested(&req(Version::HTTP_11, &[("connection", "upgrade")])).is_none());
+    }
+}
