@@ -9,7 +9,7 @@ use std::fmt::Write;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: taken once when a request upgrades and once when its connection ends, never per request
 use std::time::Duration;
 
 use http::header::{CONNECTION, UPGRADE};
