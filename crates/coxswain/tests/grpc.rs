@@ -331,6 +331,19 @@ fn assert_trailers_only(verbose: &str, body: &str, code: u32) {
     assert!(body.is_empty(), "a body: {body:?}");
 }
 
+/// Waits (with the deadline) until the gateway has counted `n` calls on
+/// `route` ending with `grpc_status`.
+fn wait_grpc_count(s: &Setup, route: &str, grpc_status: &str, n: u64) {
+    let series = format!(
+        "coxswain_proxy_grpc_requests_total{{route=\"{route}\",grpc_status=\"{grpc_status}\"}}"
+    );
+    let mut last = None;
+    wait_for(&format!("{series} to be {n}"), || {
+        last = s.gateway.metric(&series);
+        last == Some(n)
+    });
+}
+
 /// Every interop case that needs only the TestService, through the h2c
 /// listener: unary, all streaming shapes, deadlines, cancellation, status
 /// codes and messages (Unicode, whitespace), custom metadata in headers
@@ -353,6 +366,20 @@ fn interop_cases_over_h2c() {
         "cancel_after_first_response",
     ];
     run_cases(&s, &cases, s.ports.h2c, None);
+    // Each call the gateway saw is counted by the status the server sent
+    // in its trailers: eight calls end OK (custom_metadata makes two),
+    // three UNKNOWN (status_code_and_message two, special_status_message
+    // one). cancel_after_first_response ends without a status (`none`);
+    // whether the two cases that cancel at once reach the gateway at all
+    // depends on timing, so `none` is at least one.
+    let route = "default/interop/0";
+    wait_grpc_count(&s, route, "0", 8);
+    wait_grpc_count(&s, route, "2", 3);
+    let none =
+        format!("coxswain_proxy_grpc_requests_total{{route=\"{route}\",grpc_status=\"none\"}}");
+    wait_for("a cancelled call counted as none", || {
+        s.gateway.metric(&none).is_some_and(|n| n >= 1)
+    });
 }
 
 /// TLS ends at the gateway (the client checks its certificate and needs
@@ -382,6 +409,8 @@ fn unrouted_service_is_unimplemented() {
     );
     let (verbose, body) = curl_grpc(s.ports.h2c, "/nope.Svc/M", &[]);
     assert_trailers_only(&verbose, &body, 12);
+    // Calls no route took are counted under the empty route label.
+    wait_grpc_count(&s, "", "12", 2);
 }
 
 /// The only endpoint refuses connections: the call fails UNAVAILABLE with
@@ -404,6 +433,7 @@ fn closed_backend_port_is_unavailable() {
     );
     let (verbose, body) = curl_grpc(s.ports.dead, "/grpc.testing.TestService/EmptyCall", &[]);
     assert_trailers_only(&verbose, &body, 14);
+    wait_grpc_count(&s, "default/dead/0", "14", 2);
 }
 
 /// The client's `grpc-timeout` bounds the call at the gateway too: the
@@ -421,4 +451,5 @@ fn grpc_timeout_is_enforced_by_the_gateway() {
             .contains("grpc-message: request timed out"),
         "{verbose}"
     );
+    wait_grpc_count(&s, "default/silent/0", "4", 1);
 }

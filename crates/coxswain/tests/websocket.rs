@@ -132,7 +132,7 @@ impl Setup {
 
     /// The current value of an unlabelled metric on the admin listener.
     fn metric(&self, name: &str) -> Option<u64> {
-        metric(&self.gateway, name)
+        self.gateway.metric(name)
     }
 
     /// Waits (with the deadline) for a metric to read `value`.
@@ -143,17 +143,6 @@ impl Setup {
             last == Some(value)
         });
     }
-}
-
-/// The current value of an unlabelled metric on the gateway's admin
-/// listener.
-fn metric(gateway: &Gateway, name: &str) -> Option<u64> {
-    let (code, body) = gateway.admin_get("/metrics")?;
-    if code != 200 {
-        return None;
-    }
-    body.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 /// echo-basic behind a Gateway with a `ws` listener (route with a
@@ -1069,6 +1058,6 @@ fn a_101_without_upgrade_or_unasked_is_a_502() {
         "bytes past the last response: {:?}",
         String::from_utf8_lossy(&conn.buf)
     );
-    assert_eq!(metric(&gateway, "coxswain_proxy_upgrades_total"), Some(0));
-    assert_eq!(metric(&gateway, "coxswain_proxy_upgrades_active"), Some(0));
+    assert_eq!(gateway.metric("coxswain_proxy_upgrades_total"), Some(0));
+    assert_eq!(gateway.metric("coxswain_proxy_upgrades_active"), Some(0));
 }

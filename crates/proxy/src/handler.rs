@@ -18,12 +18,13 @@ use hyper_util::server::conn::auto;
 use crate::forward::{self, Forwarded};
 use crate::http::body::{ProxyBody, plain};
 use crate::http::grpc::{self, into_grpc, is_grpc};
+use crate::http::grpc_status::PendingCall;
 use crate::http::headers::ForwardedTrust;
 use crate::http::limits::HttpLimits;
 use crate::http::normalize::{PathError, PathOptions, normalize_path};
 use crate::http::upgrade::UpgradeSlot;
 use crate::listen::client_identity::ClientIdentity;
-use crate::metrics::{Metrics, StatusCounters};
+use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
 use crate::overload::Overload;
 use crate::rejections::RejectReason;
 use crate::router::host::{MAX_HOST_LEN, normalize_host};
@@ -40,6 +41,9 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// Counts requests no route matched.
     pub unmatched: Arc<StatusCounters>,
+    /// The metrics of the route label "", where gRPC calls no route
+    /// took are counted.
+    pub unmatched_route: Arc<RouteMetrics>,
     pub path: PathOptions,
     pub forwarded: ForwardedTrust,
     pub limits: HttpLimits,
@@ -124,31 +128,36 @@ pub async fn handle(
     conn: ConnInfo,
     req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
-    let grpc = is_grpc(req.headers());
-    let Ok(response) = respond(shared, table, conn, req).await;
-    Ok(if grpc { into_grpc(response) } else { response })
+    if !is_grpc(req.headers()) {
+        return Ok(respond(&shared, table, conn, req, None).await);
+    }
+    let mut call = PendingCall::new(shared.unmatched_route.clone());
+    let response = respond(&shared, table, conn, req, Some(&mut call)).await;
+    Ok(call.respond(into_grpc(response)))
 }
 
+/// The response; a gRPC `call` learns which route took it.
 async fn respond(
-    shared: Arc<Shared>,
+    shared: &Shared,
     table: SharedTable,
     conn: ConnInfo,
     req: Request<Incoming>,
-) -> Result<Response<ProxyBody>, Infallible> {
+    call: Option<&mut PendingCall>,
+) -> Response<ProxyBody> {
     let started = Instant::now();
     let Some(_in_flight) = shared.overload.admit() else {
         shared.metrics.rejections.record(RejectReason::Overloaded);
-        return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, "overloaded\n"));
+        return plain(StatusCode::SERVICE_UNAVAILABLE, "overloaded\n");
     };
     if uri_len(req.uri()) > shared.limits.max_uri_bytes {
         shared.metrics.rejections.record(RejectReason::UriTooLong);
-        return Ok(plain(StatusCode::URI_TOO_LONG, "request target too long\n"));
+        return plain(StatusCode::URI_TOO_LONG, "request target too long\n");
     }
     let mut req = req;
     if let Err(reason) = normalize_request_path(&mut req, &shared.path) {
         tracing::debug!(uri = %req.uri(), %reason, "bad request path");
         shared.metrics.rejections.record(RejectReason::Path(reason));
-        return Ok(plain(StatusCode::BAD_REQUEST, "bad request path\n"));
+        return plain(StatusCode::BAD_REQUEST, "bad request path\n");
     }
     // Held for the whole request: in-flight requests keep their config.
     let table = table.load_full();
@@ -168,19 +177,19 @@ async fn respond(
             shared
                 .unmatched
                 .record(StatusCode::MISDIRECTED_REQUEST.as_u16());
-            return Ok(plain(
-                StatusCode::MISDIRECTED_REQUEST,
-                "misdirected request\n",
-            ));
+            return plain(StatusCode::MISDIRECTED_REQUEST, "misdirected request\n");
         }
         listener.and_then(|index| table.lookup_in(conn.socket, index, &view))
     };
     let Some(hit) = hit else {
         tracing::debug!(method = %req.method(), uri = %req.uri(), "no route");
         shared.unmatched.record(StatusCode::NOT_FOUND.as_u16());
-        return Ok(plain(StatusCode::NOT_FOUND, "no route matched\n"));
+        return plain(StatusCode::NOT_FOUND, "no route matched\n");
     };
     let route = hit.route;
+    if let Some(call) = call {
+        call.routed(&route.metrics);
+    }
     // The sooner of the route's request timeout and the gRPC client's own
     // deadline (answered DEADLINE_EXCEEDED).
     let limit = [
@@ -192,7 +201,7 @@ async fn respond(
     .min();
     let host = normalize_host(request_host(&req), &mut host_buf).to_string();
     let work = forward::serve(
-        &shared,
+        shared,
         conn,
         route,
         hit.matched,
@@ -211,5 +220,5 @@ async fn respond(
     outcome.counters.record(status.as_u16());
     route.metrics.observe(started.elapsed());
     tracing::debug!(route = %route.label, %status, "request done");
-    Ok(outcome.response)
+    outcome.response
 }

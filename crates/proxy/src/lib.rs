@@ -169,6 +169,7 @@ impl Proxy {
         let shared = Shared {
             upstreams: upstream::Upstreams::new(options.connect_timeout),
             unmatched: metrics.route("").upstream(""),
+            unmatched_route: metrics.route(""),
             path: options.path,
             forwarded: options.forwarded.clone(),
             forward_client_cert: options.forward_client_cert,

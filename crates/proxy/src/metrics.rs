@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: taken at config compile time and for rare status codes outside the per-route atomic slots
 use std::time::Duration;
 
+use crate::http::grpc_status::GrpcStatusCounters;
 use crate::l4::metrics::L4Registry;
 use crate::rejections::Rejections;
 
@@ -70,6 +71,8 @@ struct Histogram {
 #[derive(Debug, Default)]
 pub struct RouteMetrics {
     duration: Histogram,
+    /// gRPC calls by `grpc-status`.
+    pub grpc: GrpcStatusCounters,
     /// Compile-time only: upstream name -> counters.
     upstreams: Mutex<BTreeMap<String, Arc<StatusCounters>>>,
 }
@@ -151,6 +154,11 @@ impl Metrics {
         out.push_str("# TYPE coxswain_proxy_request_duration_seconds histogram\n");
         for (label, metrics) in &routes {
             render_histogram(out, &escape(label), &metrics.duration);
+        }
+        out.push_str("# HELP coxswain_proxy_grpc_requests_total gRPC calls by route and grpc-status (none: ended without one).\n");
+        out.push_str("# TYPE coxswain_proxy_grpc_requests_total counter\n");
+        for (label, metrics) in &routes {
+            metrics.grpc.render(out, &escape(label));
         }
         let counters = [
             (

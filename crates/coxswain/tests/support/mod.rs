@@ -222,6 +222,22 @@ impl Gateway {
         raw_get(self.admin, path)
     }
 
+    /// The value of one series on `/metrics`: its name with its labels as
+    /// rendered (`name` alone when it has none).
+    pub fn metric(&self, series: &str) -> Option<u64> {
+        let (code, body) = self.admin_get("/metrics")?;
+        if code != 200 {
+            return None;
+        }
+        body.lines().find_map(|l| {
+            l.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+    }
+
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(self.logs.path().join("stderr")).unwrap_or_default()
     }

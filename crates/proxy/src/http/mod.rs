@@ -3,6 +3,7 @@
 pub mod authority;
 pub mod body;
 pub mod grpc;
+pub mod grpc_status;
 pub mod headers;
 pub mod limits;
 pub mod normalize;
