@@ -1061,3 +1061,109 @@ fn a_101_without_upgrade_or_unasked_is_a_502() {
     assert_eq!(gateway.metric("coxswain_proxy_upgrades_total"), Some(0));
     assert_eq!(gateway.metric("coxswain_proxy_upgrades_active"), Some(0));
 }
+
+/// Reads one unmasked server frame with a payload under 126 bytes from an
+/// async stream: (opcode, payload).
+async fn read_small_frame(
+    io: &mut (impl tokio::io::AsyncRead + Unpin),
+) -> io::Result<(u8, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut head = [0u8; 2];
+    io.read_exact(&mut head).await?;
+    assert_eq!(head[1] & 0x80, 0, "a server frame is masked");
+    let len = usize::from(head[1] & 0x7f);
+    assert!(len < 126, "a long frame: {head:?}");
+    let mut payload = vec![0u8; len];
+    io.read_exact(&mut payload).await?;
+    Ok((head[0] & 0x0f, payload))
+}
+
+/// RFC 8441: a WebSocket over an HTTP/2 stream. The client (hyper's HTTP/2
+/// client, over h2c with prior knowledge) sends an extended CONNECT with
+/// `:protocol websocket` and no handshake key; the gateway turns it into
+/// an HTTP/1.1 upgrade to echo-basic (adding the key), answers the
+/// stream 200 once the backend agrees, and relays frames both ways while
+/// the same connection goes on serving ordinary requests.
+#[test]
+fn websocket_over_http2_extended_connect() {
+    use http_body_util::{BodyExt, Empty};
+    use hyper::client::conn::http2;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use tokio::io::AsyncWriteExt;
+
+    let s = setup("h2-connect");
+    // A worker thread keeps driving the client's connection after
+    // block_on returns, while the test waits for the gateway's metrics.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (_sender, _connection) = runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", s.ws_port))
+            .await
+            .unwrap();
+        let (mut sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .unwrap();
+        let connection = tokio::spawn(connection);
+        let get = |path: &str| {
+            http::Request::get(format!("http://ws.test{path}"))
+                .body(Empty::<bytes::Bytes>::new())
+                .unwrap()
+        };
+        // One ordinary request first: its answer means the gateway's
+        // SETTINGS (with SETTINGS_ENABLE_CONNECT_PROTOCOL) have arrived.
+        let plain = sender.send_request(get("/plain")).await.unwrap();
+        assert_eq!(plain.status(), 200);
+        plain.into_body().collect().await.unwrap();
+
+        let mut connect = get("/ws");
+        *connect.method_mut() = http::Method::CONNECT;
+        connect
+            .extensions_mut()
+            .insert(hyper::ext::Protocol::from_static("websocket"));
+        let headers = connect.headers_mut();
+        headers.insert("sec-websocket-version", "13".parse().unwrap());
+        headers.insert("origin", "http://ws.test".parse().unwrap());
+        let response = sender.send_request(connect).await.unwrap();
+        assert_eq!(response.status(), 200, "{response:?}\n{}", s.routes());
+        for header in ["upgrade", "connection", "sec-websocket-accept"] {
+            assert!(response.headers().get(header).is_none(), "{response:?}");
+        }
+        let mut ws = TokioIo::new(hyper::upgrade::on(response).await.unwrap());
+
+        for text in ["over one h2 stream", "and another frame"] {
+            ws.write_all(&encode_frame(TEXT, true, text.as_bytes()))
+                .await
+                .unwrap();
+            let (opcode, payload) = read_small_frame(&mut ws)
+                .await
+                .unwrap_or_else(|e| panic!("{e}\n{}", s.gateway.stderr()));
+            assert_eq!((opcode, payload.as_slice()), (TEXT, text.as_bytes()));
+        }
+        // The connection serves other streams while the tunnel is open.
+        let during = sender.send_request(get("/plain")).await.unwrap();
+        assert_eq!(during.status(), 200);
+        assert_eq!(s.metric("coxswain_proxy_upgrades_active"), Some(1));
+
+        ws.write_all(&encode_frame(CLOSE, true, &1000u16.to_be_bytes()))
+            .await
+            .unwrap();
+        // echo-basic answers a close by closing (with or without a close
+        // frame of its own): the stream ends, and with it the tunnel.
+        loop {
+            match read_small_frame(&mut ws).await {
+                Ok((CLOSE, _)) => continue,
+                Ok(other) => panic!("a frame after close: {other:?}"),
+                Err(e) if e.kind() == ErrorKind::UnexpectedEof => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // Our side of the stream ends too (END_STREAM): the tunnel is done.
+        ws.shutdown().await.unwrap();
+        (sender, connection)
+    });
+    s.wait_metric("coxswain_proxy_upgrades_active", 0);
+    assert_eq!(s.metric("coxswain_proxy_upgrades_total"), Some(1));
+}

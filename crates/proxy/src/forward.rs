@@ -93,13 +93,21 @@ pub async fn serve<'r>(
     host: String,
     mut req: Request<Incoming>,
 ) -> Forwarded<'r> {
-    let upgrade = upgrade::requested(&req).map(|protocol| (protocol, hyper::upgrade::on(&mut req)));
+    let connect = upgrade::extended_connect(&req);
+    let over_h2 = connect.is_some();
+    let upgrade = connect
+        .or_else(|| upgrade::requested(&req))
+        .map(|protocol| (protocol, hyper::upgrade::on(&mut req)));
     let (mut parts, body) = req.into_parts();
     // Before any route edit: a client's `Connection` list may name only its
     // own headers, never one the gateway sets.
     strip_hop_by_hop(&mut parts.headers, true);
-    if let Some((protocol, _)) = &upgrade {
-        upgrade::restore(&mut parts.headers, protocol.clone());
+    match &upgrade {
+        Some((protocol, _)) if over_h2 => {
+            upgrade::connect_as_http1_upgrade(&mut parts, protocol.clone());
+        }
+        Some((protocol, _)) => upgrade::restore(&mut parts.headers, protocol.clone()),
+        None => {}
     }
     // Only the gateway speaks for the client certificate: a client's own
     // claim is dropped, then (when configured) the verified identity set.
@@ -274,8 +282,12 @@ pub async fn serve<'r>(
     let upgraded = match (upgrade, protocol) {
         (Some((_, client)), Some(protocol)) if switching => {
             let backend = hyper::upgrade::on(&mut upstream_response);
-            let idle = shared.upgrade_idle;
-            upgrade::tunnel(&conn.upgrade, client, backend, idle, shared.metrics.clone());
+            let (idle, metrics) = (shared.upgrade_idle, shared.metrics.clone());
+            if over_h2 {
+                upgrade::spawn_tunnel(client, backend, idle, metrics);
+            } else {
+                upgrade::tunnel(&conn.upgrade, client, backend, idle, metrics);
+            }
             Some(protocol)
         }
         // A 101 must name the protocol (RFC 9110 15.2.2) and answer an
@@ -288,8 +300,10 @@ pub async fn serve<'r>(
     };
     let (mut parts, body) = upstream_response.into_parts();
     strip_hop_by_hop(&mut parts.headers, false);
-    if let Some(protocol) = upgraded {
-        upgrade::restore(&mut parts.headers, protocol);
+    match upgraded {
+        Some(_) if over_h2 => upgrade::as_connect_response(&mut parts),
+        Some(protocol) => upgrade::restore(&mut parts.headers, protocol),
+        None => {}
     }
     parts.version = Version::HTTP_11;
     for edits in response_edits {

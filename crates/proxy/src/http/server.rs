@@ -38,7 +38,9 @@ pub fn builder(limits: &HttpLimits) -> auto::Builder<TokioExecutor> {
         .initial_stream_window_size(h2.initial_stream_window)
         .initial_connection_window_size(h2.initial_connection_window)
         .keep_alive_interval(h2.keep_alive_interval)
-        .keep_alive_timeout(h2.keep_alive_timeout);
+        .keep_alive_timeout(h2.keep_alive_timeout)
+        // RFC 8441: WebSocket (and other upgrades) over HTTP/2 streams.
+        .enable_connect_protocol();
     builder
 }
 

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: taken once when a request upgrades and once when its connection ends, never per request
 use std::time::Duration;
 
-use http::header::{CONNECTION, UPGRADE};
-use http::{HeaderMap, HeaderValue, Request, Version};
+use http::header::{CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UPGRADE};
+use http::{HeaderMap, HeaderValue, Method, Request, Version};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
@@ -84,6 +84,59 @@ pub fn requested<B>(req: &Request<B>) -> Option<HeaderValue> {
     asks.then(|| req.headers().get(UPGRADE).cloned()).flatten()
 }
 
+/// The protocol an HTTP/2 extended CONNECT (RFC 8441) asks to tunnel:
+/// `:method CONNECT` with a `:protocol` pseudo-header.
+pub fn extended_connect<B>(req: &Request<B>) -> Option<HeaderValue> {
+    if req.version() != Version::HTTP_2 || req.method() != Method::CONNECT {
+        return None;
+    }
+    let protocol = req.extensions().get::<hyper::ext::Protocol>()?;
+    HeaderValue::from_str(protocol.as_str()).ok()
+}
+
+/// Turns an extended CONNECT into the HTTP/1.1 upgrade a backend
+/// understands (RFC 8441 section 5): `GET` with `Upgrade` and
+/// `Connection: upgrade`, and for WebSocket a fresh `Sec-WebSocket-Key`,
+/// which HTTP/2 clients do not send.
+pub fn connect_as_http1_upgrade(parts: &mut http::request::Parts, protocol: HeaderValue) {
+    parts.method = Method::GET;
+    parts.extensions.remove::<hyper::ext::Protocol>();
+    if protocol.as_bytes().eq_ignore_ascii_case(b"websocket") {
+        let key: [u8; 16] = rand::random();
+        if let Ok(key) = HeaderValue::from_str(&base64(&key)) {
+            parts.headers.insert(SEC_WEBSOCKET_KEY, key);
+        }
+    }
+    restore(&mut parts.headers, protocol);
+}
+
+/// The backend's 101 as the 200 that opens an extended CONNECT tunnel:
+/// the HTTP/1.1 handshake's answer means nothing to an HTTP/2 client.
+pub fn as_connect_response(parts: &mut http::response::Parts) {
+    parts.status = http::StatusCode::OK;
+    parts.headers.remove(SEC_WEBSOCKET_ACCEPT);
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+}
+
+/// Standard base64 with padding (RFC 4648), for the handshake key.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [0, 1, 2].map(|i| chunk.get(i).copied().unwrap_or(0));
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                let index = usize::try_from((n >> shift) & 63).unwrap_or(0);
+                out.push(char::from(ALPHABET.get(index).copied().unwrap_or(b'A')));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// Puts the upgrade back after hop-by-hop stripping (request to the
 /// backend, or the backend's 101 to the client).
 pub fn restore(headers: &mut HeaderMap, protocol: HeaderValue) {
@@ -129,7 +182,28 @@ pub fn tunnel(
     idle: Duration,
     metrics: Arc<crate::metrics::Metrics>,
 ) {
-    slot.put(Box::pin(async move {
+    slot.put(relay(client, backend, idle, metrics));
+}
+
+/// Relays an extended CONNECT tunnel on a task of its own: it is one
+/// stream of an HTTP/2 connection that goes on serving others (and keeps
+/// the connection's permit while it does), not the connection's last act.
+pub fn spawn_tunnel(
+    client: OnUpgrade,
+    backend: OnUpgrade,
+    idle: Duration,
+    metrics: Arc<crate::metrics::Metrics>,
+) {
+    tokio::spawn(relay(client, backend, idle, metrics));
+}
+
+fn relay(
+    client: OnUpgrade,
+    backend: OnUpgrade,
+    idle: Duration,
+    metrics: Arc<crate::metrics::Metrics>,
+) -> Relay {
+    Box::pin(async move {
         let (client, backend) = match tokio::join!(client, backend) {
             (Ok(c), Ok(b)) => (c, b),
             (c, b) => {
@@ -152,7 +226,7 @@ pub fn tunnel(
         .await;
         m.active.fetch_sub(1, Ordering::Relaxed);
         tracing::debug!(?end, "upgraded connection closed");
-    }));
+    })
 }
 
 #[cfg(test)]
@@ -165,6 +239,42 @@ mod tests {
             b = b.header(*n, *v);
         }
         b.body(()).unwrap()
+    }
+
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        let vectors = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, encoded) in vectors {
+            assert_eq!(base64(plain.as_bytes()), encoded, "{plain:?}");
+        }
+        assert_eq!(base64(&[0xff; 16]).len(), 24);
+    }
+
+    #[test]
+    fn an_extended_connect_becomes_a_websocket_get() {
+        let mut connect = req(Version::HTTP_2, &[("sec-websocket-version", "13")]);
+        *connect.method_mut() = Method::CONNECT;
+        assert!(extended_connect(&connect).is_none(), "no :protocol");
+        connect
+            .extensions_mut()
+            .insert(hyper::ext::Protocol::from_static("websocket"));
+        let protocol = extended_connect(&connect).unwrap();
+        let (mut parts, ()) = connect.into_parts();
+        connect_as_http1_upgrade(&mut parts, protocol);
+        assert_eq!(parts.method, Method::GET);
+        assert_eq!(parts.headers["upgrade"], "websocket");
+        assert_eq!(parts.headers["connection"], "upgrade");
+        assert_eq!(parts.headers["sec-websocket-key"].len(), 24);
+        assert_eq!(parts.headers["sec-websocket-version"], "13");
+        assert!(parts.extensions.get::<hyper::ext::Protocol>().is_none());
     }
 
     #[test]
