@@ -10,12 +10,14 @@ use http::header::CONNECTION;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulConnection;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::limits::HttpLimits;
 use crate::handler::{ConnInfo, Shared, SharedTable, handle};
+use crate::metrics::Metrics;
 use crate::rejections::RejectReason;
 
 /// The connection builder every HTTP connection is served with.
@@ -126,39 +128,88 @@ pub async fn serve_connection<I>(
             response
         }
     });
-    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
-    let mut conn = std::pin::pin!(conn);
-    let mut closing = false;
-    loop {
-        let idle_deadline = activity.idle_since().map(|since| since + idle);
-        tokio::select! {
-            result = conn.as_mut() => {
-                if let Err(e) = result {
-                    if e.downcast_ref::<hyper::Error>().is_some_and(|e| e.is_parse() || e.is_parse_too_large()) {
-                        metrics.rejections.record(RejectReason::HeadParse);
-                    }
-                    tracing::debug!(%client, error = %e, "connection ended with error");
-                }
-                break;
-            }
-            changed = drain.changed(), if !closing => {
-                if changed.is_err() || *drain.borrow() {
-                    conn.as_mut().graceful_shutdown();
-                    closing = true;
-                }
-            }
-            () = sleep_until_or_forever(idle_deadline), if !closing => {
-                if activity.idle_since().is_some_and(|since| since.elapsed() >= idle) {
-                    tracing::debug!(%client, "idle connection closed");
-                    conn.as_mut().graceful_shutdown();
-                    closing = true;
-                }
-            }
+    let watch = Watch {
+        activity: &activity,
+        idle,
+        drain: &mut drain,
+        metrics: &metrics,
+        client,
+    };
+    match versions {
+        // hyper-util's upgradeable connection reads the preface itself and
+        // ignores `http2_only`: ALPN h2 must fail on an HTTP/1 preface, so
+        // it gets the plain connection (extended CONNECT needs no HTTP/1
+        // upgrade support). ALPN http/1.1 shares the gap the other way: an
+        // h2 preface there is served as h2.
+        Versions::Http2 => {
+            watch
+                .drive(builder.serve_connection(TokioIo::new(io), service))
+                .await;
+        }
+        Versions::Either | Versions::Http1 => {
+            watch
+                .drive(builder.serve_connection_with_upgrades(TokioIo::new(io), service))
+                .await;
         }
     }
     // HTTP is done with the socket; an upgraded connection is relayed on
     // (in this task: it still counts, and drains with its listener).
     upgrade.run().await;
+}
+
+/// What a connection is watched for while HTTP is served on it.
+struct Watch<'a> {
+    activity: &'a Activity,
+    idle: Duration,
+    drain: &'a mut watch::Receiver<bool>,
+    metrics: &'a Metrics,
+    client: std::net::SocketAddr,
+}
+
+impl Watch<'_> {
+    /// Serves `conn` until it ends; asks it to close gracefully when the
+    /// listener drains or no request was in flight for the idle timeout.
+    async fn drive<C>(self, conn: C)
+    where
+        C: GracefulConnection<Error = Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let Watch {
+            activity,
+            idle,
+            drain,
+            metrics,
+            client,
+        } = self;
+        let mut conn = std::pin::pin!(conn);
+        let mut closing = false;
+        loop {
+            let idle_deadline = activity.idle_since().map(|since| since + idle);
+            tokio::select! {
+                result = conn.as_mut() => {
+                    if let Err(e) = result {
+                        if e.downcast_ref::<hyper::Error>().is_some_and(|e| e.is_parse() || e.is_parse_too_large()) {
+                            metrics.rejections.record(RejectReason::HeadParse);
+                        }
+                        tracing::debug!(%client, error = %e, "connection ended with error");
+                    }
+                    break;
+                }
+                changed = drain.changed(), if !closing => {
+                    if changed.is_err() || *drain.borrow() {
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                }
+                () = sleep_until_or_forever(idle_deadline), if !closing => {
+                    if activity.idle_since().is_some_and(|since| since.elapsed() >= idle) {
+                        tracing::debug!(%client, "idle connection closed");
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Sleeps until `deadline`; with none (a request is in flight), re-checks
