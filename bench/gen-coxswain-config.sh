@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Writes a standalone Coxswain config directory for the proxy benchmark:
 # one Gateway listener on 127.0.0.1:LISTEN_PORT routing every path to a
-# selector-less Service whose EndpointSlice points at the origin.
+# selector-less Service whose EndpointSlice points at the origin. With
+# APP_PROTOCOL (e.g. kubernetes.io/ws), the Service port and the slice's
+# port carry it as appProtocol.
 #
-# usage: bench/gen-coxswain-config.sh DIR LISTEN_PORT ORIGIN_PORT
+# usage: bench/gen-coxswain-config.sh DIR LISTEN_PORT ORIGIN_PORT [APP_PROTOCOL]
 set -euo pipefail
 
-if [ "$#" -ne 3 ]; then
-    echo "usage: $0 DIR LISTEN_PORT ORIGIN_PORT" >&2
+if [ "$#" -ne 3 ] && [ "$#" -ne 4 ]; then
+    echo "usage: $0 DIR LISTEN_PORT ORIGIN_PORT [APP_PROTOCOL]" >&2
     exit 2
 fi
-dir=$1 listen_port=$2 origin_port=$3
+dir=$1 listen_port=$2 origin_port=$3 app_protocol=${4:-}
 mkdir -p "$dir"
 
 cat >"$dir/gateway.yaml" <<YAML
@@ -65,7 +67,8 @@ spec:
     - name: http
       port: 80
       protocol: TCP
----
+${app_protocol:+      appProtocol: ${app_protocol}
+}---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
 metadata:
@@ -78,7 +81,8 @@ ports:
   - name: http
     port: ${origin_port}
     protocol: TCP
-endpoints:
+${app_protocol:+    appProtocol: ${app_protocol}
+}endpoints:
   - addresses: [127.0.0.1]
     conditions: {ready: true}
 YAML

@@ -65,16 +65,6 @@ ensure_l4_tools
 ensure_l4load || exit 1
 make_certs "$WORKDIR/certs"
 
-# render_config TEMPLATE OUT KEY=VALUE... : replace @KEY@ placeholders.
-render_config() {
-    local template=$1 out=$2 kv script=""
-    shift 2
-    for kv in "$@"; do
-        script+="s|@${kv%%=*}@|${kv#*=}|g;"
-    done
-    sed -e "$script" "$ROOT/bench/configs/$template" >"$out"
-}
-
 # ---- origins: one of each for every proxy, on core 1 ------------------------
 ORIGIN_TCP_PORT=$(free_port) ORIGIN_TLS_PORT=$(free_port) ORIGIN_UDP_PORT=$(free_udp_port)
 start_pinned origin-tcp 1 "$L4LOAD_BIN" serve-tcp-echo --listen "127.0.0.1:$ORIGIN_TCP_PORT"
@@ -119,67 +109,16 @@ start_haproxy() {
 }
 
 start_coxswain() {
-    local admin help args
-    TCP_PORT=$(free_port) TLS_PORT=$(free_port) UDP_PORT=$(free_udp_port) admin=$(free_port)
+    TCP_PORT=$(free_port) TLS_PORT=$(free_port) UDP_PORT=$(free_udp_port)
     "$ROOT/bench/gen-coxswain-l4-config.sh" "$WORKDIR/coxswain-config" "$TCP_PORT" \
         "$TLS_PORT" "$UDP_PORT" "$ORIGIN_TCP_PORT" "$ORIGIN_TLS_PORT" "$ORIGIN_UDP_PORT"
-    args=(run --config "$WORKDIR/coxswain-config" --bind-address 127.0.0.1
-        --admin-address "127.0.0.1:$admin")
-    help=$("$COXSWAIN_BIN" run --help 2>&1 || true)
-    if grep -q -- '--worker-threads' <<<"$help"; then args+=(--worker-threads 1); fi
-    # tokio's multi-thread runtime honours TOKIO_WORKER_THREADS when the
-    # binary does not set a worker count itself.
-    start_pinned proxy-coxswain 0 env TOKIO_WORKER_THREADS=1 RUST_LOG=warn \
-        "$COXSWAIN_BIN" "${args[@]}"
-    PROXY_PID=$LAST_PID
-    WATCH_PID=$PROXY_PID wait_http "http://127.0.0.1:$admin/readyz" 60
+    start_coxswain_standalone "$WORKDIR/coxswain-config"
 }
 
 # ---- measurement ------------------------------------------------------------
 RESULTS="$WORKDIR/results.jsonl"
 : >"$RESULTS"
-
-# measure PROXY TEST PORT : warm up (which must succeed), then one measured
-# run with the proxy's CPU time around it; appends a record.
-measure() {
-    local proxy=$1 test=$2 port=$3 pids before after cpu_s
-    local out="$WORKDIR/$proxy-$test.json"
-    mapfile -t pids < <(pid_tree "$PROXY_PID")
-    drive_l4 "$test" "$port" "$WARMUP" "$CONCURRENCY" "$WORKDIR/$proxy-$test-warmup.json"
-    if [ "$(load_ok "$WORKDIR/$proxy-$test-warmup.json")" = 0 ]; then
-        echo "  $proxy $test: nothing got through during the warm-up:" >&2
-        cat "$WORKDIR/$proxy-$test-warmup.json" "$WORKDIR/$proxy-$test-warmup.json.err" >&2
-        return 1
-    fi
-    before=$(cpu_ticks "${pids[@]}")
-    drive_l4 "$test" "$port" "$DURATION" "$CONCURRENCY" "$out"
-    after=$(cpu_ticks "${pids[@]}")
-    if [ "$(load_ok "$out")" = 0 ]; then
-        cat "$out" "$out.err" >&2
-        return 1
-    fi
-    cpu_s=$(awk -v t=$((after - before)) -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }')
-    printf '{"proxy":"%s","test":"%s","cpu_s":%s,"load":%s}\n' "$proxy" "$test" "$cpu_s" \
-        "$(head -1 "$out")" >>"$RESULTS"
-    python3 "$ROOT/bench/lib/render_l4_table.py" --line "$RESULTS" >&2
-}
-
-not_measured() {
-    printf '{"proxy":"%s","test":"%s","note":"%s"}\n' "$1" "$2" "$3" >>"$RESULTS"
-    NOTES+=("$1 $2: $3")
-}
-
-# nginx is always measured, first; builds happen before any measurement so
-# every proxy sees the same machine.
-ORDER=nginx
-for proxy in $PROXIES; do
-    case $proxy in
-    nginx) ;;
-    haproxy) ORDER+=" haproxy" ;;
-    coxswain) if ensure_coxswain; then ORDER+=" coxswain"; fi ;;
-    *) NOTES+=("$proxy: not supported by the L4 benchmark, skipped") ;;
-    esac
-done
+proxy_order "$PROXIES"
 
 for proxy in $ORDER; do
     echo "== $proxy" >&2

@@ -1,7 +1,10 @@
-# Helpers for the L4 benchmark (scripts/bench-l4.sh): tools, the l4load
-# binary, certificates, readiness of TCP ports, load runs and the report.
+# Helpers for the benchmarks driven by tools/l4load (scripts/bench-l4.sh,
+# scripts/bench-ws.sh): tools, the l4load binary, certificates, config
+# templates, starting Coxswain, readiness of TCP ports, load runs, the
+# measurement of one test against one proxy and the report.
 # Sourced after procs.sh and setup.sh; uses ROOT, WORKDIR, NOTES, DURATION,
-# WARMUP, CONCURRENCY, RESULTS, L4LOAD_BIN, COXSWAIN_BIN.
+# WARMUP, CONCURRENCY, RESULTS, PROXY_PID, L4LOAD_BIN, COXSWAIN_BIN
+# (and MESSAGE_BYTES for the ws test).
 
 # nginx_stream_line : the load_module line nginx needs for its stream module
 # (empty when the module is built in); fails when nginx has no stream module.
@@ -58,6 +61,50 @@ make_certs() {
         -CAcreateserial -days 2 -extfile "$dir/leaf.ext" -out "$dir/leaf.pem" 2>/dev/null
 }
 
+# render_config TEMPLATE OUT KEY=VALUE... : bench/configs/TEMPLATE with its
+# @KEY@ placeholders replaced, written to OUT.
+render_config() {
+    local template=$1 out=$2 kv script=""
+    shift 2
+    for kv in "$@"; do
+        script+="s|@${kv%%=*}@|${kv#*=}|g;"
+    done
+    sed -e "$script" "$ROOT/bench/configs/$template" >"$out"
+}
+
+# start_coxswain_standalone DIR : `coxswain run --config DIR` on core 0 with
+# one worker thread (as nginx and HAProxy get one worker); sets PROXY_PID and
+# waits for /readyz on a free admin port.
+start_coxswain_standalone() {
+    local dir=$1 admin help args
+    admin=$(free_port)
+    args=(run --config "$dir" --bind-address 127.0.0.1 --admin-address "127.0.0.1:$admin")
+    help=$("$COXSWAIN_BIN" run --help 2>&1 || true)
+    if grep -q -- '--worker-threads' <<<"$help"; then args+=(--worker-threads 1); fi
+    # tokio's multi-thread runtime honours TOKIO_WORKER_THREADS when the
+    # binary does not set a worker count itself.
+    start_pinned proxy-coxswain 0 env TOKIO_WORKER_THREADS=1 RUST_LOG=warn \
+        "$COXSWAIN_BIN" "${args[@]}"
+    PROXY_PID=$LAST_PID
+    WATCH_PID=$PROXY_PID wait_http "http://127.0.0.1:$admin/readyz" 60
+}
+
+# proxy_order PROXIES : sets ORDER, the proxies to measure: nginx always and
+# first, then HAProxy and Coxswain if asked for. Builds happen here, before
+# any measurement, so every proxy sees the same machine.
+proxy_order() {
+    local proxy
+    ORDER=nginx
+    for proxy in $1; do
+        case $proxy in
+        nginx) ;;
+        haproxy) ORDER+=" haproxy" ;;
+        coxswain) if ensure_coxswain; then ORDER+=" coxswain"; fi ;;
+        *) NOTES+=("$proxy: not supported by this benchmark, skipped") ;;
+        esac
+    done
+}
+
 # free_udp_port : a loopback UDP port nobody has bound right now.
 free_udp_port() {
     python3 -c 'import socket; s=socket.socket(type=socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -87,6 +134,7 @@ l4_args() {
     tcp-stream) echo "--chunk 16384" ;;
     tls-conn) echo "--size 16 --sni bench.test --cafile $WORKDIR/certs/ca.pem" ;;
     udp) echo "--size 64 --timeout-ms 200" ;;
+    ws) echo "--path /ws --host ws.test --message-bytes ${MESSAGE_BYTES:-128}" ;;
     esac
 }
 
@@ -101,7 +149,7 @@ drive_l4() {
 }
 
 # load_ok FILE : successful operations in a load run's JSON line (received
-# bytes for tcp-stream); 0 when there is no parsable line.
+# bytes for tcp-stream, messages for ws); 0 when there is no parsable line.
 load_ok() {
     python3 -c '
 import json, sys
@@ -109,19 +157,52 @@ try:
     d = json.loads(open(sys.argv[1]).readline())
 except Exception:
     print(0); sys.exit()
-print({"udp": d.get("datagrams"), "tcp-stream": d.get("received_bytes")}.get(d.get("mode"), d.get("connections")) or 0)
+print({"udp": d.get("datagrams"), "tcp-stream": d.get("received_bytes"), "ws": d.get("messages")}.get(d.get("mode"), d.get("connections")) or 0)
 ' "$1"
 }
 
+# measure PROXY TEST PORT : warm up (which must succeed), then one measured
+# run with the CPU time of PROXY_PID and its children around it; appends a
+# record to RESULTS and prints its summary line.
+measure() {
+    local proxy=$1 test=$2 port=$3 pids before after cpu_s
+    local out="$WORKDIR/$proxy-$test.json"
+    mapfile -t pids < <(pid_tree "$PROXY_PID")
+    drive_l4 "$test" "$port" "$WARMUP" "$CONCURRENCY" "$WORKDIR/$proxy-$test-warmup.json"
+    if [ "$(load_ok "$WORKDIR/$proxy-$test-warmup.json")" = 0 ]; then
+        echo "  $proxy $test: nothing got through during the warm-up:" >&2
+        cat "$WORKDIR/$proxy-$test-warmup.json" "$WORKDIR/$proxy-$test-warmup.json.err" >&2
+        return 1
+    fi
+    before=$(cpu_ticks "${pids[@]}")
+    drive_l4 "$test" "$port" "$DURATION" "$CONCURRENCY" "$out"
+    after=$(cpu_ticks "${pids[@]}")
+    if [ "$(load_ok "$out")" = 0 ]; then
+        cat "$out" "$out.err" >&2
+        return 1
+    fi
+    cpu_s=$(awk -v t=$((after - before)) -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }')
+    printf '{"proxy":"%s","test":"%s","cpu_s":%s,"load":%s}\n' "$proxy" "$test" "$cpu_s" \
+        "$(head -1 "$out")" >>"$RESULTS"
+    python3 "$ROOT/bench/lib/render_l4_table.py" --line "$RESULTS" >&2
+}
+
+# not_measured PROXY TEST NOTE : a record (and a note) for a test not run.
+not_measured() {
+    printf '{"proxy":"%s","test":"%s","note":"%s"}\n' "$1" "$2" "$3" >>"$RESULTS"
+    NOTES+=("$1 $2: $3")
+}
+
+# l4_versions NGINX_FEATURE [ORIGIN_NOTE] : the versions list of a report.
 l4_versions() {
-    echo "- nginx: $(nginx -v 2>&1 | sed 's/.*version: //') (stream module)"
+    echo "- nginx: $(nginx -v 2>&1 | sed 's/.*version: //') ($1)"
     echo "- HAProxy: $(haproxy -v 2>/dev/null | head -1 | awk '{print $3}')"
     local cox=""
     if [ -n "${COXSWAIN_BIN:-}" ] && [ -x "$COXSWAIN_BIN" ]; then
         cox="$("$COXSWAIN_BIN" --version 2>/dev/null | awk '{print $2}'), "
     fi
     echo "- Coxswain: ${cox}git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-    echo "- load generator and origins: tools/l4load ($("$L4LOAD_BIN" --version 2>/dev/null || echo unknown)), $(openssl version | awk '{print $1, $2}') certificates"
+    echo "- load generator and origins: tools/l4load ($("$L4LOAD_BIN" --version 2>/dev/null || echo unknown))${2:+, $2}"
 }
 
 # write_l4_report FILE : the markdown results page.
@@ -155,7 +236,7 @@ write_l4_report() {
         echo
         echo "Versions:"
         echo
-        l4_versions
+        l4_versions "stream module" "$(openssl version | awk '{print $1, $2}') certificates"
         if [ "${#NOTES[@]}" -gt 0 ]; then
             echo
             echo "Notes:"

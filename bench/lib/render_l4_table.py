@@ -1,6 +1,7 @@
-"""Renders the L4 benchmark results (JSON lines written by scripts/bench-l4.sh)
-as a markdown table with ratios relative to nginx and to HAProxy on the same
-test. With --line, prints a one-line summary of the last record instead."""
+"""Renders the results of the benchmarks driven by tools/l4load (JSON lines
+written by scripts/bench-l4.sh and scripts/bench-ws.sh) as a markdown table
+with ratios relative to nginx and to HAProxy on the same test. With --line,
+prints a one-line summary of the last record instead."""
 
 import json
 import sys
@@ -12,6 +13,7 @@ UNITS = {
     "tcp-stream": ("MiB/s", "MiB"),
     "tls-conn": ("conn/s", "conn"),
     "udp": ("datagrams/s", "datagrams"),
+    "ws": ("messages/s", "messages"),
 }
 
 
@@ -39,6 +41,9 @@ def derive(record):
     elif test == "udp":
         row["amount"] = load["datagrams"]
         row["rate"] = load["datagrams_per_s"]
+    elif test == "ws":
+        row["amount"] = load["messages"]
+        row["rate"] = load["messages_per_s"]
     else:
         row["amount"] = load["connections"]
         row["rate"] = load["connections_per_s"]
@@ -68,6 +73,8 @@ def summary(row):
     extra = ""
     if test == "udp":
         extra = f", lost {load['lost']}"
+    if "handshake_failures" in load:
+        extra = f", failed handshakes {load['handshake_failures']}"
     if "p50_ms" in load:
         extra += f", p50 {load['p50_ms']:.2f} ms, p99 {load['p99_ms']:.2f} ms"
     if test == "tcp-stream":
@@ -79,6 +86,14 @@ def summary(row):
         f"  {row['proxy']} {test}: {fmt_num(row['rate'])} {unit}, errors {load['errors']}"
         f"{extra}, proxy CPU {row['cpu_s']:.2f} s, {fmt_num(row['per_cpu'])} {per_unit}/CPU-s"
     )
+
+
+def errors_cell(load):
+    """Errors, with failed WebSocket handshakes added as "+N hs"."""
+    failed = load.get("handshake_failures")
+    if failed:
+        return f"{load['errors']} +{failed} hs"
+    return str(load["errors"])
 
 
 def render(rows):
@@ -112,7 +127,7 @@ def render(rows):
             unit,
             p50,
             p99,
-            str(load["errors"]),
+            errors_cell(load),
             lost,
             f"{r['cpu_s']:.2f}",
             f"**{fmt_num(r['per_cpu'], digits)} {per_unit}**",

@@ -22,12 +22,17 @@ pub enum Command {
     TlsConn(TlsConnArgs),
     /// One socket per worker, each sending a datagram and awaiting its echo.
     Udp(UdpArgs),
+    /// WebSocket connections, each sending a masked binary message and
+    /// reading its echo, one message in flight per connection.
+    Ws(WsArgs),
     /// TCP origin: echoes every byte until the client half-closes.
     ServeTcpEcho(ServeArgs),
     /// UDP origin: sends every datagram back to its sender.
     ServeUdpEcho(ServeArgs),
     /// TLS origin: terminates TLS and echoes the plain text.
     ServeTlsEcho(ServeTlsArgs),
+    /// WebSocket origin: answers the Upgrade with 101 and echoes every frame.
+    ServeWsEcho(ServeArgs),
 }
 
 /// Shared by every load mode.
@@ -85,6 +90,21 @@ pub struct UdpArgs {
     /// Datagram size (the first 8 bytes carry a sequence number).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(8..=65_507))]
     pub size: u32,
+}
+
+#[derive(Args)]
+pub struct WsArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Request target of the Upgrade request.
+    #[arg(long, default_value = "/ws")]
+    pub path: String,
+    /// Host header of the Upgrade request.
+    #[arg(long, default_value = "ws.test")]
+    pub host: String,
+    /// Payload bytes per message (one binary frame each way).
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
+    pub message_bytes: u32,
 }
 
 #[derive(Args)]

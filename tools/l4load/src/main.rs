@@ -1,4 +1,5 @@
-//! coxswain-l4load: the L4 benchmark's load generator and echo origins.
+//! coxswain-l4load: the L4 and WebSocket benchmarks' load generator and
+//! echo origins.
 //!
 //! Load modes run `--concurrency` workers for `--duration` seconds on one
 //! thread and print one JSON line; I/O errors are counted, never fatal.
@@ -12,6 +13,10 @@ mod tcp_stream;
 mod tls;
 mod tls_conn;
 mod udp;
+mod ws;
+mod ws_frame;
+mod ws_handshake;
+mod ws_serve;
 
 use std::process::ExitCode;
 
@@ -37,9 +42,11 @@ fn main() -> ExitCode {
             Command::TcpStream(args) => tcp_stream::run(args).await.map(Some),
             Command::TlsConn(args) => tls_conn::run(args).await.map(Some),
             Command::Udp(args) => udp::run(args).await.map(Some),
+            Command::Ws(args) => ws::run(args).await.map(Some),
             Command::ServeTcpEcho(args) => serve::tcp_echo(args).await.map(|()| None),
             Command::ServeUdpEcho(args) => serve::udp_echo(args).await.map(|()| None),
             Command::ServeTlsEcho(args) => tls::serve_echo(args).await.map(|()| None),
+            Command::ServeWsEcho(args) => ws_serve::ws_echo(args).await.map(|()| None),
         }
     });
     match outcome {

@@ -53,6 +53,12 @@ impl Shared {
 
     pub fn error(&self, what: impl std::fmt::Display) {
         self.errors.fetch_add(1, Ordering::Relaxed);
+        self.note(what);
+    }
+
+    /// Keeps `what` as the first error if there was none, without counting
+    /// it (for failures a mode counts under its own name).
+    pub fn note(&self, what: impl std::fmt::Display) {
         let mut first = self
             .first_error
             .lock()
