@@ -271,8 +271,9 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String
     })
 }
 
-/// Runs each case; fails naming every case that did not exit 0.
-fn run_cases(s: &Setup, cases: &[&str], port: u16, tls_ca: Option<&Path>) {
+/// Runs each case; fails naming every case that did not exit 0, with
+/// `context` (statuses, the gateway's log).
+fn run_cases(cases: &[&str], port: u16, tls_ca: Option<&Path>, context: impl Fn() -> String) {
     let failed: Vec<String> = cases
         .iter()
         .filter_map(|case| {
@@ -282,11 +283,21 @@ fn run_cases(s: &Setup, cases: &[&str], port: u16, tls_ca: Option<&Path>) {
         .collect();
     assert!(
         failed.is_empty(),
-        "interop cases failed:\n{}\nGRPCRoute status: {}\ngateway log:\n{}",
+        "interop cases failed:\n{}\n{}",
         failed.join("\n"),
-        s.route_status(),
-        s.gateway.stderr()
+        context()
     );
+}
+
+impl Setup {
+    /// The route's status and the gateway's log, for failure messages.
+    fn context(&self) -> String {
+        format!(
+            "GRPCRoute status: {}\ngateway log:\n{}",
+            self.route_status(),
+            self.gateway.stderr()
+        )
+    }
 }
 
 /// curl's view of a POST of an empty gRPC request to `path`: (verbose
@@ -365,7 +376,7 @@ fn interop_cases_over_h2c() {
         "cancel_after_begin",
         "cancel_after_first_response",
     ];
-    run_cases(&s, &cases, s.ports.h2c, None);
+    run_cases(&cases, s.ports.h2c, None, || s.context());
     // Each call the gateway saw is counted by the status the server sent
     // in its trailers: eight calls end OK (custom_metadata makes two),
     // three UNKNOWN (status_code_and_message two, special_status_message
@@ -389,7 +400,7 @@ fn interop_cases_over_tls_with_alpn_h2() {
     let s = setup("tls");
     let ca = s.ca_file();
     let cases = ["large_unary", "ping_pong", "custom_metadata"];
-    run_cases(&s, &cases, s.ports.https, Some(&ca));
+    run_cases(&cases, s.ports.https, Some(&ca), || s.context());
 }
 
 /// The route matches grpc.testing.TestService only: a call to another
@@ -452,4 +463,109 @@ fn grpc_timeout_is_enforced_by_the_gateway() {
         "{verbose}"
     );
     wait_grpc_count(&s, "default/silent/0", "4", 1);
+}
+
+/// The interop server over TLS (a certificate for `backend.test` from the
+/// test CA) behind a GRPCRoute whose Service a BackendTLSPolicy covers:
+/// the gateway verifies the backend against the CA in a ConfigMap and
+/// speaks HTTP/2 over TLS (ALPN h2) to it, clients speak h2c to the
+/// gateway. Unary, streaming and metadata cases pass end to end; the
+/// policy reports Accepted.
+#[test]
+fn grpc_to_a_tls_backend_under_a_backend_tls_policy() {
+    let bins = interop();
+    let certs = TempDir::new("grpc-tls-backend-certs");
+    support::pki::ca(certs.path(), "ca");
+    support::pki::server(certs.path(), "backend", "ca", "DNS:backend.test");
+    let backend_port = free_port();
+    let cert = |f: &str| certs.path().join(f).to_string_lossy().into_owned();
+    let _server = Running(
+        Command::new(&bins.server)
+            .args(["-port", &backend_port.to_string(), "-use_tls"])
+            .args(["-tls_cert_file", &cert("backend.crt")])
+            .args(["-tls_key_file", &cert("backend.key")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let port = free_port();
+    let ca_pem = std::fs::read_to_string(certs.path().join("ca.crt")).unwrap();
+    let documents = [
+        format!(
+            "{GATEWAY_CLASS}apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: grpc
+spec:
+  gatewayClassName: coxswain
+  listeners:
+  - name: h2c
+    protocol: HTTP
+    port: {port}
+"
+        ),
+        loopback_service("secure", backend_port, &[]),
+        test_service_route("secure", &["h2c"], "secure", backend_port),
+        format!(
+            "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: backend-ca
+data:
+  ca.crt: |
+{}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata:
+  name: secure
+spec:
+  targetRefs:
+  - {{group: \"\", kind: Service, name: secure}}
+  validation:
+    hostname: backend.test
+    caCertificateRefs:
+    - {{group: \"\", kind: ConfigMap, name: backend-ca}}
+",
+            indent(&ca_pem, 4)
+        ),
+    ];
+    let config = TempDir::new("grpc-tls-backend");
+    config.write("grpc.yaml", &documents.join("---\n"));
+    wait_for("the TLS interop server", || {
+        TcpStream::connect(("127.0.0.1", backend_port)).is_ok()
+    });
+    let gateway = Gateway::start(config, port, free_port());
+    wait_for("the gateway's listener", || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let cases = [
+        "empty_unary",
+        "large_unary",
+        "client_streaming",
+        "server_streaming",
+        "ping_pong",
+        "custom_metadata",
+    ];
+    let policy = gateway.status_of("BackendTLSPolicy", "secure");
+    run_cases(&cases, port, None, || {
+        format!(
+            "BackendTLSPolicy: {policy:?}\nGRPCRoute: {:?}\ngateway log:\n{}",
+            gateway.status_of("GRPCRoute", "secure"),
+            gateway.stderr()
+        )
+    });
+    let conditions = policy
+        .as_ref()
+        .map(|p| p["ancestors"][0]["conditions"].clone());
+    assert!(
+        conditions
+            .as_ref()
+            .and_then(|c| c.as_array())
+            .is_some_and(|c| c
+                .iter()
+                .any(|c| c["type"] == "Accepted" && c["status"] == "True")),
+        "{policy:?}"
+    );
 }
