@@ -2,8 +2,8 @@
 # Side-by-side unary gRPC benchmark on loopback: Coxswain (a GRPCRoute on an
 # HTTP listener), nginx (grpc_pass), HAProxy (proto h2 both ways) and Envoy
 # (only when a binary is already installed), each in front of the same
-# backend: the standard gRPC interop server (grpc-go, h2c,
-# grpc.testing.TestService, built by tools/grpc-interop/build.sh). Load:
+# backend: grpc-go's interop TestService (h2c, grpc.testing.TestService,
+# tools/grpc-interop/server built by tools/grpc-interop/build.sh). Load:
 # h2load with prior knowledge, a fixed number of unary calls, each a POST of
 # one length-prefixed message with content-type application/grpc and
 # te: trailers. h2load only sees HTTP statuses, so every run is also checked

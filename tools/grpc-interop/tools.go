@@ -1,10 +1,11 @@
 //go:build tools
 
-// Package tools pins the standard gRPC interop test server and client for
-// tools/grpc-interop/build.sh (used by crates/coxswain/tests/grpc.rs).
+// Package tools pins the standard gRPC interop test client and grpcurl for
+// tools/grpc-interop/build.sh (used by crates/coxswain/tests/grpc.rs); the
+// server is ./server, the interop TestService with reflection.
 package tools
 
 import (
+	_ "github.com/fullstorydev/grpcurl/cmd/grpcurl"
 	_ "google.golang.org/grpc/interop/client"
-	_ "google.golang.org/grpc/interop/server"
 )
