@@ -83,7 +83,7 @@ GRPC_PATH=/grpc.testing.TestService/$METHOD
 
 WORKDIR=$(mktemp -d "${TMPDIR:-/tmp}/bench-grpc.XXXXXX")
 # procs.sh: start_pinned, stop_pid, stop_all_started, pid_tree, cpu_ticks,
-# wait_http, free_port. setup.sh: ensure_coxswain.
+# core_busy, busy_pct, wait_http, free_port. setup.sh: ensure_coxswain.
 # shellcheck source=../bench/lib/procs.sh
 source "$ROOT/bench/lib/procs.sh"
 # shellcheck source=../bench/lib/setup.sh
@@ -437,18 +437,6 @@ check_proxy() {
 # ---- measurement -------------------------------------------------------------
 RESULTS=$WORKDIR/results.tsv
 : >"$RESULTS"
-
-# core_busy CORE : "busy total" jiffies of one core from /proc/stat.
-core_busy() {
-    awk -v c="cpu$1" '$1 == c { print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9 }' /proc/stat
-}
-
-# busy_pct BEFORE AFTER : percentage of a core busy between two core_busy reads.
-busy_pct() {
-    awk -v a="$1" -v b="$2" 'BEGIN {
-        split(a, x, " "); split(b, y, " "); d = y[2] - x[2]
-        printf("%.0f\n", (d > 0) ? 100 * (y[1] - x[1]) / d : 0) }'
-}
 
 # run_h2load CALLS PORT OUT [LOG] : CALLS unary calls on the load core, one
 # h2load thread, bounded by MAX_SECONDS; per-call log in LOG when given.

@@ -87,7 +87,7 @@ done
 
 WORKDIR=$(mktemp -d "${TMPDIR:-/tmp}/bench-tls.XXXXXX")
 # procs.sh: start_pinned, stop_pid, stop_all_started, pid_tree, cpu_ticks,
-# wait_http, free_port. setup.sh: ensure_coxswain.
+# core_busy, busy_pct, wait_http, free_port. setup.sh: ensure_coxswain.
 # shellcheck source=../bench/lib/procs.sh
 source "$ROOT/bench/lib/procs.sh"
 # shellcheck source=../bench/lib/setup.sh
@@ -371,18 +371,6 @@ PY
 # ---- measurement -------------------------------------------------------------
 RESULTS=$WORKDIR/results.tsv
 : >"$RESULTS"
-
-# core_busy CORE : "busy total" jiffies of one core from /proc/stat.
-core_busy() {
-    awk -v c="cpu$1" '$1 == c { print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9 }' /proc/stat
-}
-
-# busy_pct BEFORE AFTER : percentage of a core busy between two core_busy reads.
-busy_pct() {
-    awk -v a="$1" -v b="$2" 'BEGIN {
-        split(a, x, " "); split(b, y, " "); d = y[2] - x[2]
-        printf("%.0f\n", (d > 0) ? 100 * (y[1] - x[1]) / d : 0) }'
-}
 
 # run_stime MODE SECONDS PORT PREFIX : HANDSHAKE_CLIENTS parallel s_time runs
 # on the load core; outputs in PREFIX.N. Returns non-zero if any failed.

@@ -92,3 +92,15 @@ wait_http() {
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
+
+# core_busy CORE : "busy total" jiffies of one core from /proc/stat.
+core_busy() {
+    awk -v c="cpu$1" '$1 == c { print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9 }' /proc/stat
+}
+
+# busy_pct BEFORE AFTER : percentage of a core busy between two core_busy reads.
+busy_pct() {
+    awk -v a="$1" -v b="$2" 'BEGIN {
+        split(a, x, " "); split(b, y, " "); d = y[2] - x[2]
+        printf("%.0f\n", (d > 0) ? 100 * (y[1] - x[1]) / d : 0) }'
+}
