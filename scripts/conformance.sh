@@ -241,6 +241,15 @@ run_suite() {
   log "go test: $passed passed, $failed failed, $skipped skipped in $((SECONDS - t))s (exit $rc)"
   if [ "$failed" -gt 0 ]; then
     log "failed tests:"; grep -E "$(printf "$top" FAIL)" "$RUN/go-test.log" >&2
+    # What the failed tests logged (the last lines of each), so a failure in
+    # CI can be diagnosed from its output alone.
+    local name
+    for name in $(grep -oE "$(printf "$top" FAIL | sed 's/ $//')" "$RUN/go-test.log" | sed 's|.*TestConformance/||'); do
+      log "log of $name (last 60 lines):"
+      awk -v t="TestConformance/$name" '
+        /^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+        index(cur, t) == 1 { print }' "$RUN/go-test.log" | tail -n 60 >&2
+    done
   fi
   grep -E 'summary written to' "$RUN/go-test.log" | sed 's/^ */[conformance] /' >&2 || true
   return "$rc"

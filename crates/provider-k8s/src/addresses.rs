@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use coxswain_api::gw::gateways::GatewayStatus;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use coxswain_api::{ObjectKey, Snapshot};
-use coxswain_translate::Statuses;
+use coxswain_translate::{AssignedAddresses, Statuses};
 
 use crate::address_pool::{AddressPool, AddressRequest};
 use crate::gateway_service::{ingress_addresses, resource_name};
@@ -23,10 +23,18 @@ pub enum AddressMode {
     Pool(AddressPool),
 }
 
+/// What this controller assigned last time. Preferred over the Gateway's
+/// status, which the watch may not have shown yet: without it a Gateway
+/// created just before another (that sorts first) could lose the address it
+/// was just given, and a client holding that address would reach the wrong
+/// Gateway.
+pub type AddressMemory = BTreeMap<ObjectKey, AssignedAddresses>;
+
 /// What each of our Gateways asks of the pool.
 pub fn pool_requests(
     snapshot: &Snapshot,
     classes: &BTreeSet<String>,
+    remembered: &AddressMemory,
 ) -> BTreeMap<ObjectKey, AddressRequest> {
     our_gateways(snapshot, classes)
         .map(|(key, gw)| {
@@ -42,15 +50,17 @@ pub fn pool_requests(
                     value => request.explicit.extend(value.parse::<IpAddr>().ok()),
                 }
             }
-            request.current = gw
+            let given = remembered.get(key).and_then(|a| a.as_ref().ok());
+            request.current = given.into_iter().flatten().copied().collect();
+            let reported = gw
                 .status
                 .as_ref()
                 .and_then(|s| s.addresses.as_ref())
                 .into_iter()
                 .flatten()
                 .filter(|a| a.r#type.as_deref().unwrap_or("IPAddress") == "IPAddress")
-                .filter_map(|a| a.value.parse().ok())
-                .collect();
+                .filter_map(|a| a.value.parse::<IpAddr>().ok());
+            request.current.extend(reported);
             (key.clone(), request)
         })
         .collect()
@@ -133,7 +143,7 @@ mod tests {
     #[test]
     fn requests_from_spec_and_status() {
         let classes: BTreeSet<String> = ["c".to_string()].into();
-        let got = pool_requests(&snapshot(), &classes);
+        let got = pool_requests(&snapshot(), &classes, &AddressMemory::new());
         let a = &got[&ObjectKey::new("ns", "a")];
         assert!(a.wants_any);
         assert_eq!(a.current, vec!["10.0.0.4".parse::<IpAddr>().unwrap()]);
@@ -141,7 +151,7 @@ mod tests {
         assert!(!b.wants_any);
         assert_eq!(b.explicit, vec!["10.0.0.9".parse::<IpAddr>().unwrap()]);
         assert!(got[&ObjectKey::new("ns", "c")].wants_any);
-        assert!(pool_requests(&snapshot(), &BTreeSet::new()).is_empty());
+        assert!(pool_requests(&snapshot(), &BTreeSet::new(), &AddressMemory::new()).is_empty());
     }
 
     #[test]

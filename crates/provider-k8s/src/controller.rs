@@ -17,7 +17,9 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::address_pool::allocate;
-use crate::addresses::{AddressMode, overlay_load_balancer_addresses, pool_requests};
+use crate::addresses::{
+    AddressMemory, AddressMode, overlay_load_balancer_addresses, pool_requests,
+};
 use crate::coalesce::{CAP, QUIET, gather};
 use crate::gateway_service::{desired_service, desired_service_account, served_ports};
 use crate::leader::{self, LeaseConfig};
@@ -91,6 +93,7 @@ pub async fn run<D: Dataplane>(
     // Memoises per-route results: a one-route change costs about one route.
     let mut translator = Translator::new();
     let mut served: Option<coxswain_ir::Config> = None;
+    let mut addresses = AddressMemory::new();
     let mut announced_ready = false;
     while let Some(change) = changes.recv().await {
         let first = Instant::now();
@@ -110,7 +113,8 @@ pub async fn run<D: Dataplane>(
         }
         let translate_start = Instant::now();
         let now = Timestamp::now();
-        let (output, mut job) = translate_store(&mut translator, &store, &config, now);
+        let (output, mut job) =
+            translate_store(&mut translator, &mut addresses, &store, &config, now);
         let ir_changed = served.as_ref() != Some(&output.ir);
         let timing = Timing {
             first_change: first,
@@ -131,6 +135,7 @@ pub async fn run<D: Dataplane>(
 /// One translation of the store's current state, plus the writer's job.
 pub fn translate_store(
     translator: &mut Translator,
+    addresses: &mut AddressMemory,
     store: &Store,
     config: &ControllerConfig,
     now: Timestamp,
@@ -139,7 +144,11 @@ pub fn translate_store(
     let view = for_translation(store.snapshot(), filter);
     let classes = our_classes(&view, &config.controller_name, filter);
     let assigned = match &config.addresses {
-        AddressMode::Pool(pool) => allocate(pool, &pool_requests(&view, &classes)),
+        AddressMode::Pool(pool) => {
+            let assigned = allocate(pool, &pool_requests(&view, &classes, addresses));
+            addresses.clone_from(&assigned);
+            assigned
+        }
         AddressMode::LoadBalancer { .. } => BTreeMap::new(),
     };
     let options = Options {

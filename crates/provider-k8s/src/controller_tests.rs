@@ -9,6 +9,14 @@ use crate::store::Change;
 use coxswain_api::Kind;
 
 fn store() -> Store {
+    let mut store = store_of(&["a", "b"]);
+    store.apply(Change::Apply(gateway("c", "theirs")));
+    store.apply(Change::Apply(gateway("d", "filtered")));
+    store
+}
+
+/// Our three classes and a Gateway of class `ours` per name.
+fn store_of(ours: &[&str]) -> Store {
     let mut store = Store::default();
     for kind in Kind::ALL.iter().copied() {
         store.apply(Change::Replace(kind, vec![]));
@@ -21,22 +29,21 @@ fn store() -> Store {
             .unwrap(),
         ))));
     }
-    for (name, class) in [
-        ("a", "ours"),
-        ("b", "ours"),
-        ("c", "theirs"),
-        ("d", "filtered"),
-    ] {
-        store.apply(Change::Apply(Object::Gateway(Arc::new(
-            serde_json::from_value::<Gateway>(json!({
-                "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
-                "spec": {"gatewayClassName": class,
-                         "listeners": [{"name": "http", "port": 8080, "protocol": "HTTP"}]}
-            }))
-            .unwrap(),
-        ))));
+    for name in ours {
+        store.apply(Change::Apply(gateway(name, "ours")));
     }
     store
+}
+
+fn gateway(name: &str, class: &str) -> Object {
+    Object::Gateway(Arc::new(
+        serde_json::from_value::<Gateway>(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
+            "spec": {"gatewayClassName": class,
+                     "listeners": [{"name": "http", "port": 8080, "protocol": "HTTP"}]}
+        }))
+        .unwrap(),
+    ))
 }
 
 fn config(addresses: AddressMode) -> ControllerConfig {
@@ -58,6 +65,7 @@ fn pool_mode_gives_each_gateway_its_own_socket() {
     let pool = "127.0.10.0/24".parse().unwrap();
     let (output, job) = translate_store(
         &mut coxswain_translate::Translator::new(),
+        &mut AddressMemory::new(),
         &store(),
         &config(AddressMode::Pool(pool)),
         Timestamp::UNIX_EPOCH,
@@ -88,6 +96,48 @@ fn pool_mode_gives_each_gateway_its_own_socket() {
     );
 }
 
+/// A Gateway keeps the address it was given even before its status (which
+/// records it) comes back through the watch, when a Gateway that sorts first
+/// is created meanwhile.
+#[test]
+fn pool_addresses_stay_put_before_status_is_seen() {
+    let pool = "127.0.10.0/24".parse().unwrap();
+    let config = config(AddressMode::Pool(pool));
+    let mut translator = coxswain_translate::Translator::new();
+    let mut memory = AddressMemory::new();
+    let address =
+        |memory: &AddressMemory, name: &str| memory[&ObjectKey::new("ns", name)].clone().unwrap();
+    let now = Timestamp::UNIX_EPOCH;
+    translate_store(
+        &mut translator,
+        &mut memory,
+        &store_of(&["b"]),
+        &config,
+        now,
+    );
+    assert_eq!(
+        address(&memory, "b"),
+        ["127.0.10.1".parse::<IpAddr>().unwrap()]
+    );
+    let both = store_of(&["a", "b"]);
+    translate_store(&mut translator, &mut memory, &both, &config, now);
+    assert_eq!(
+        address(&memory, "b"),
+        ["127.0.10.1".parse::<IpAddr>().unwrap()]
+    );
+    assert_eq!(
+        address(&memory, "a"),
+        ["127.0.10.2".parse::<IpAddr>().unwrap()]
+    );
+    let fresh = &mut AddressMemory::new();
+    translate_store(&mut translator, fresh, &both, &config, now);
+    assert_eq!(
+        address(fresh, "a"),
+        ["127.0.10.1".parse::<IpAddr>().unwrap()],
+        "without the memory (and no status yet) key order decides"
+    );
+}
+
 #[test]
 fn load_balancer_mode_wants_a_service_per_gateway() {
     let selector: BTreeMap<String, String> = [("app".to_string(), "cx".to_string())].into();
@@ -96,6 +146,7 @@ fn load_balancer_mode_wants_a_service_per_gateway() {
     };
     let (output, job) = translate_store(
         &mut coxswain_translate::Translator::new(),
+        &mut AddressMemory::new(),
         &store(),
         &config(mode),
         Timestamp::UNIX_EPOCH,
