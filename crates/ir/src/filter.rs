@@ -8,6 +8,19 @@ pub enum Filter {
     /// Answers the request itself; no backend is contacted.
     Redirect(Redirect),
     Rewrite(Rewrite),
+    /// RequestMirror: a copy of the request goes to another cluster too.
+    Mirror(Mirror),
+}
+
+/// A fire-and-forget copy of a sampled share of requests: its response is
+/// discarded and it never delays or fails the request it copies.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mirror {
+    /// Name of a [`crate::Cluster`] in the same config.
+    pub cluster: String,
+    /// `numerator / denominator` of requests are mirrored (1/1: all).
+    pub numerator: u32,
+    pub denominator: u32,
 }
 
 /// Header edits. Names are lower-case; `set` replaces, `add` appends,

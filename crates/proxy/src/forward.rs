@@ -1,19 +1,16 @@
 //! Applies a matched route: filters, backend choice and the upstream call.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use http::header::{HOST, LOCATION, UPGRADE};
-use http::uri::Authority;
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Uri, Version};
+use http::{HeaderValue, Request, Response, StatusCode, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use crate::backend_tls::{BackendIdentity, ClusterTls};
+use crate::backend_tls::BackendIdentity;
 use crate::handler::{ConnInfo, Shared};
-use crate::http::authority::take_host_authority;
 use crate::http::body::{ClientBody, ProxyBody, plain};
 use crate::http::headers::{X_FORWARDED_HOST, add_forwarded, strip_hop_by_hop};
 use crate::http::path::apply_modifier;
@@ -21,10 +18,11 @@ use crate::http::redirect::{RedirectInput, location};
 use crate::http::upgrade;
 use crate::listen::client_identity::X_FORWARDED_CLIENT_CERT;
 use crate::metrics::StatusCounters;
+use crate::mirror::{Copied, MirrorFilter};
 use crate::rejections::RejectReason;
 use crate::route::{CompiledRoute, HeaderEdits, RouteFilter, Target};
 use crate::router::CompiledMatch;
-use crate::upstream::Via;
+use crate::upstream::{Via, upstream_uri};
 use coxswain_ir::Redirect;
 
 /// A response and the counters it is attributed to.
@@ -59,29 +57,6 @@ fn redirect_response(
         }
         Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "invalid redirect\n"),
     }
-}
-
-/// The upstream URI. HTTP/1.1 addresses the endpoint (the pool key) and
-/// keeps `Host`; h2c moves the host into `:authority`, as HTTP/2 expects.
-fn upstream_uri(
-    via: &Via,
-    endpoint: SocketAddr,
-    headers: &mut HeaderMap,
-    path_and_query: String,
-) -> Option<Uri> {
-    let (scheme, authority) = match via {
-        Via::Http1 => ("http", Authority::try_from(endpoint.to_string()).ok()?),
-        // HTTP/1.1 or HTTP/2 as the backend chooses: the TLS layer moves
-        // Host into `:authority` when it is HTTP/2.
-        Via::Tls(..) => ("https", Authority::try_from(endpoint.to_string()).ok()?),
-        Via::H2c => ("http", take_host_authority(headers, endpoint)?),
-    };
-    Uri::builder()
-        .scheme(scheme)
-        .authority(authority)
-        .path_and_query(path_and_query)
-        .build()
-        .ok()
 }
 
 pub async fn serve<'r>(
@@ -123,6 +98,7 @@ pub async fn serve<'r>(
     let mut new_path = None;
     let mut new_host = None;
     let mut response_edits: Vec<&HeaderEdits> = Vec::new();
+    let mut mirrors: Vec<&MirrorFilter> = Vec::new();
     for filter in &route.filters {
         match filter {
             RouteFilter::RequestHeaders(edits) => edits.apply(&mut parts.headers),
@@ -149,60 +125,11 @@ pub async fn serve<'r>(
                     new_path = apply_modifier(m, &path, matched).or(new_path);
                 }
             }
+            // A tunnel cannot be copied: upgrades are not mirrored.
+            RouteFilter::Mirror(m) if upgrade.is_none() && m.sampled() => mirrors.push(m),
+            RouteFilter::Mirror(_) => {}
         }
     }
-    let Some(backend) = route.choose_backend() else {
-        return Forwarded::local(route, StatusCode::INTERNAL_SERVER_ERROR, "no backend\n");
-    };
-    let local = |status, text| Forwarded {
-        response: plain(status, text),
-        counters: &backend.counters,
-    };
-    let cluster = match &backend.target {
-        Target::Cluster(c) => c,
-        Target::Invalid(reason) => {
-            tracing::debug!(route = %route.label, %reason, "invalid backend");
-            return local(StatusCode::INTERNAL_SERVER_ERROR, "invalid backend\n");
-        }
-    };
-    for filter in &backend.filters {
-        match filter {
-            RouteFilter::RequestHeaders(edits) => edits.apply(&mut parts.headers),
-            RouteFilter::ResponseHeaders(edits) => response_edits.push(edits),
-            RouteFilter::Redirect(_) | RouteFilter::Rewrite(_) => {}
-        }
-    }
-    let via = match &cluster.tls {
-        None => Via::plain(cluster.protocol),
-        Some(ClusterTls::Verify(tls)) => {
-            match tls.clients(backend_identity, shared.upstreams.connect_timeout) {
-                Ok(clients) => Via::Tls(tls.clone(), clients),
-                Err(reason) => {
-                    tracing::warn!(route = %route.label, upstream = %cluster.name, %reason, "backend TLS client");
-                    return local(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "backend TLS misconfigured\n",
-                    );
-                }
-            }
-        }
-        Some(ClusterTls::Invalid(reason)) => {
-            tracing::debug!(route = %route.label, upstream = %cluster.name, %reason, "backend TLS policy unusable");
-            return local(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "backend TLS misconfigured\n",
-            );
-        }
-    };
-    if upgrade.is_some() && matches!(via, Via::H2c) {
-        // HTTP/2 has no Upgrade, and an h2c backend may not speak HTTP/1.1.
-        return local(StatusCode::BAD_GATEWAY, "upstream cannot upgrade\n");
-    }
-    let Some(endpoint) = cluster.next_endpoint() else {
-        return local(StatusCode::SERVICE_UNAVAILABLE, "no healthy upstream\n");
-    };
-
-    // Upstream request: same method and headers, new URI.
     add_forwarded(
         &mut parts.headers,
         conn.client.ip(),
@@ -233,6 +160,61 @@ pub async fn serve<'r>(
         Some(q) => format!("{}?{q}", new_path.as_deref().unwrap_or(&path)),
         None => new_path.unwrap_or(path),
     };
+    let (mut body, client_body) = ClientBody::new(body);
+    if !mirrors.is_empty() {
+        let copied = Copied {
+            method: &parts.method,
+            headers: &parts.headers,
+            path_and_query: &path_and_query,
+            route: &route.label,
+            timeout: mirror_timeout(route),
+            identity: backend_identity,
+        };
+        for m in mirrors {
+            shared.mirrors.send(m, &copied, body.copy());
+        }
+    }
+    let Some(backend) = route.choose_backend() else {
+        return Forwarded::local(route, StatusCode::INTERNAL_SERVER_ERROR, "no backend\n");
+    };
+    let local = |status, text| Forwarded {
+        response: plain(status, text),
+        counters: &backend.counters,
+    };
+    let cluster = match &backend.target {
+        Target::Cluster(c) => c,
+        Target::Invalid(reason) => {
+            tracing::debug!(route = %route.label, %reason, "invalid backend");
+            return local(StatusCode::INTERNAL_SERVER_ERROR, "invalid backend\n");
+        }
+    };
+    for filter in &backend.filters {
+        match filter {
+            RouteFilter::RequestHeaders(edits) => edits.apply(&mut parts.headers),
+            RouteFilter::ResponseHeaders(edits) => response_edits.push(edits),
+            RouteFilter::Redirect(_) | RouteFilter::Rewrite(_) | RouteFilter::Mirror(_) => {}
+        }
+    }
+    let connect_timeout = shared.upstreams.connect_timeout;
+    let via = match Via::for_cluster(cluster, backend_identity, connect_timeout) {
+        Ok(via) => via,
+        Err(e) => {
+            tracing::warn!(route = %route.label, upstream = %cluster.name, error = %e, "backend TLS");
+            return local(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "backend TLS misconfigured\n",
+            );
+        }
+    };
+    if upgrade.is_some() && matches!(via, Via::H2c) {
+        // HTTP/2 has no Upgrade, and an h2c backend may not speak HTTP/1.1.
+        return local(StatusCode::BAD_GATEWAY, "upstream cannot upgrade\n");
+    }
+    let Some(endpoint) = cluster.next_endpoint() else {
+        return local(StatusCode::SERVICE_UNAVAILABLE, "no healthy upstream\n");
+    };
+
+    // Upstream request: same method and headers, new URI.
     let Some(uri) = upstream_uri(&via, endpoint, &mut parts.headers, path_and_query) else {
         return local(StatusCode::BAD_REQUEST, "invalid request path\n");
     };
@@ -241,7 +223,6 @@ pub async fn serve<'r>(
         Via::Http1 | Via::Tls(..) => Version::HTTP_11,
         Via::H2c => Version::HTTP_2,
     };
-    let (body, client_body) = ClientBody::new(body);
     let upstream_req = Request::from_parts(parts, body);
 
     let call = shared
@@ -313,4 +294,13 @@ pub async fn serve<'r>(
         response: Response::from_parts(parts, body.boxed_unsync()),
         counters: &backend.counters,
     }
+}
+
+/// A mirror request gets the route's backend timeout, else its request
+/// timeout, else a default of its own.
+fn mirror_timeout(route: &CompiledRoute) -> Option<Duration> {
+    let t = &route.timeouts;
+    t.backend_request_ms
+        .or(t.request_ms)
+        .map(Duration::from_millis)
 }

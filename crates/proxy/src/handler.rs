@@ -37,7 +37,8 @@ pub type SharedTable = Arc<ArcSwap<Router>>;
 
 /// State shared by every connection of every listener.
 pub struct Shared {
-    pub upstreams: Upstreams,
+    pub upstreams: Arc<Upstreams>,
+    pub mirrors: crate::mirror::Mirrors,
     pub metrics: Arc<Metrics>,
     /// Counts requests no route matched.
     pub unmatched: Arc<StatusCounters>,

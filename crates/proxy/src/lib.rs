@@ -24,6 +24,7 @@ pub mod http;
 mod l4;
 pub mod listen;
 mod metrics;
+mod mirror;
 mod overload;
 mod rejections;
 mod route;
@@ -166,8 +167,10 @@ pub struct Proxy {
 impl Proxy {
     pub fn new(options: ProxyOptions) -> Self {
         let metrics = Arc::new(Metrics::default());
+        let upstreams = Arc::new(upstream::Upstreams::new(options.connect_timeout));
         let shared = Shared {
-            upstreams: upstream::Upstreams::new(options.connect_timeout),
+            mirrors: mirror::Mirrors::new(upstreams.clone()),
+            upstreams,
             unmatched: metrics.route("").upstream(""),
             unmatched_route: metrics.route(""),
             path: options.path,

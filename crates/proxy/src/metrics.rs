@@ -114,6 +114,7 @@ pub struct Metrics {
     pub rejections: Rejections,
     pub l4: L4Registry,
     pub upgrades: crate::http::upgrade::UpgradeMetrics,
+    pub mirrors: crate::mirror::MirrorMetrics,
 }
 
 impl Metrics {
@@ -182,6 +183,7 @@ impl Metrics {
         self.rejections.render(out);
         self.l4.render(out);
         self.upgrades.render(out);
+        self.mirrors.render(out);
     }
 }
 
@@ -209,7 +211,7 @@ fn render_histogram(out: &mut String, label: &str, h: &Histogram) {
 }
 
 /// Escapes a Prometheus label value.
-fn escape(value: &str) -> String {
+pub fn escape(value: &str) -> String {
     value
         .replace('\\', "\\\\")
         .replace('"', "\\\"")

@@ -11,6 +11,7 @@ use http::{HeaderName, HeaderValue};
 
 use crate::cluster::{ClusterSet, ClusterState};
 use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
+use crate::mirror::MirrorFilter;
 use crate::router::{CompiledMatch, MatchError};
 use crate::weighted::Weighted;
 
@@ -63,9 +64,16 @@ pub enum RouteFilter {
     ResponseHeaders(HeaderEdits),
     Redirect(Redirect),
     Rewrite(Rewrite),
+    Mirror(MirrorFilter),
 }
 
-fn compile_filters(filters: &[Filter]) -> Vec<RouteFilter> {
+/// Compiles the filters of the route labelled `label`.
+fn compile_filters(
+    filters: &[Filter],
+    clusters: &ClusterSet,
+    metrics: &Metrics,
+    label: &str,
+) -> Vec<RouteFilter> {
     filters
         .iter()
         .map(|f| match f {
@@ -73,6 +81,9 @@ fn compile_filters(filters: &[Filter]) -> Vec<RouteFilter> {
             Filter::ResponseHeaders(m) => RouteFilter::ResponseHeaders(HeaderEdits::compile(m)),
             Filter::Redirect(r) => RouteFilter::Redirect(r.clone()),
             Filter::Rewrite(r) => RouteFilter::Rewrite(r.clone()),
+            Filter::Mirror(m) => {
+                RouteFilter::Mirror(MirrorFilter::compile(m, clusters, &metrics.mirrors, label))
+            }
         })
         .collect()
 }
@@ -148,7 +159,7 @@ impl CompiledRoute {
             let backend = Backend {
                 counters: route_metrics.upstream(upstream),
                 target: Target::resolve(&b.target, clusters),
-                filters: compile_filters(&b.filters),
+                filters: compile_filters(&b.filters, clusters, metrics, &label),
             };
             (b.weight, backend)
         }));
@@ -156,7 +167,7 @@ impl CompiledRoute {
             id: route.id.clone(),
             matches,
             specificity: route.matches.iter().map(MatchSpecificity::of).collect(),
-            filters: compile_filters(&route.filters),
+            filters: compile_filters(&route.filters, clusters, metrics, &label),
             backends,
             timeouts: route.timeouts.clone(),
             local_counters: route_metrics.upstream(""),

@@ -15,8 +15,14 @@ use hyper_util::rt::TokioExecutor;
 
 use coxswain_ir::UpstreamProtocol;
 
-use crate::backend_tls::{Clients, TlsUpstream};
+use http::HeaderMap;
+use http::Uri;
+use http::uri::Authority;
+
+use crate::backend_tls::{BackendIdentity, Clients, ClusterTls, TlsUpstream};
+use crate::cluster::ClusterState;
 use crate::h2_pool::H2cPool;
+use crate::http::authority::take_host_authority;
 
 /// Why an upstream call failed; connect failures are counted separately.
 #[derive(Debug)]
@@ -64,6 +70,66 @@ impl Via {
             UpstreamProtocol::H2c => Via::H2c,
         }
     }
+}
+
+impl Via {
+    /// How requests reach `cluster`'s endpoints: plain text in its
+    /// protocol, or TLS with the listener's client certificate `identity`.
+    pub fn for_cluster(
+        cluster: &ClusterState,
+        identity: Option<&Arc<BackendIdentity>>,
+        connect_timeout: Duration,
+    ) -> Result<Via, ViaError> {
+        match &cluster.tls {
+            None => Ok(Via::plain(cluster.protocol)),
+            Some(ClusterTls::Verify(tls)) => match tls.clients(identity, connect_timeout) {
+                Ok(clients) => Ok(Via::Tls(tls.clone(), clients)),
+                Err(reason) => Err(ViaError::Clients(reason.to_string())),
+            },
+            Some(ClusterTls::Invalid(reason)) => Err(ViaError::Policy(reason.clone())),
+        }
+    }
+}
+
+/// Why a cluster cannot be reached over TLS.
+#[derive(Debug)]
+pub enum ViaError {
+    /// The TLS clients for the listener's client certificate failed.
+    Clients(String),
+    /// The cluster's BackendTLSPolicy cannot be honoured.
+    Policy(String),
+}
+
+impl fmt::Display for ViaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ViaError::Clients(reason) => write!(f, "backend TLS client: {reason}"),
+            ViaError::Policy(reason) => write!(f, "backend TLS policy unusable: {reason}"),
+        }
+    }
+}
+
+/// The upstream URI. HTTP/1.1 addresses the endpoint (the pool key) and
+/// keeps `Host`; h2c moves the host into `:authority`, as HTTP/2 expects.
+pub fn upstream_uri(
+    via: &Via,
+    endpoint: SocketAddr,
+    headers: &mut HeaderMap,
+    path_and_query: String,
+) -> Option<Uri> {
+    let (scheme, authority) = match via {
+        Via::Http1 => ("http", Authority::try_from(endpoint.to_string()).ok()?),
+        // HTTP/1.1 or HTTP/2 as the backend chooses: the TLS layer moves
+        // Host into `:authority` when it is HTTP/2.
+        Via::Tls(..) => ("https", Authority::try_from(endpoint.to_string()).ok()?),
+        Via::H2c => ("http", take_host_authority(headers, endpoint)?),
+    };
+    Uri::builder()
+        .scheme(scheme)
+        .authority(authority)
+        .path_and_query(path_and_query)
+        .build()
+        .ok()
 }
 
 pub struct Upstreams {

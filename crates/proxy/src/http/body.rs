@@ -1,9 +1,17 @@
-//! The response body type and the small plain-text responses the proxy
-//! generates itself.
+//! The request and response body types, and the small plain-text
+//! responses the proxy generates itself.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
+use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
+
+use crate::http::tee::{self, Copier, CopyReceiver, CutSignal};
 
 pub type ProxyBody = UnsyncBoxBody<Bytes, hyper::Error>;
 
@@ -22,52 +30,120 @@ pub fn plain(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
     response
 }
 
-/// A client's request body on its way upstream, remembering whether the
-/// client broke its framing (bad chunk size, truncated body): then a failed
-/// upstream call is the client's fault (400), not the backend's (502).
+/// Why a request body ended badly.
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A request body on its way upstream: the client's own (remembering
+/// whether the client broke its framing — bad chunk size, truncated body —
+/// so that a failed upstream call is the client's fault, 400, not the
+/// backend's, 502), or a mirror's copy of it.
 pub struct ClientBody {
-    inner: hyper::body::Incoming,
-    broken: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    source: Source,
+}
+
+enum Source {
+    Client {
+        inner: hyper::body::Incoming,
+        broken: Arc<AtomicBool>,
+        /// Mirrors that still get a copy of each frame.
+        copies: Vec<Copier>,
+    },
+    Copy(CopyReceiver),
+    Empty,
 }
 
 impl ClientBody {
     pub fn new(inner: hyper::body::Incoming) -> (Self, ClientBodyState) {
-        let broken = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let broken = Arc::new(AtomicBool::new(false));
         let state = ClientBodyState(broken.clone());
-        (ClientBody { inner, broken }, state)
+        let source = Source::Client {
+            inner,
+            broken,
+            copies: Vec::new(),
+        };
+        (ClientBody { source }, state)
+    }
+
+    /// A body for a mirror: a copy of every frame this body yields from
+    /// now on, and the signal that it was cut off. A mirror that falls
+    /// behind is cut off (its copy ends in an error) rather than slowing
+    /// this body down.
+    pub fn copy(&mut self) -> (ClientBody, Option<CutSignal>) {
+        match &mut self.source {
+            Source::Client { inner, copies, .. } if !inner.is_end_stream() => {
+                let (copier, receiver, cut) = tee::channel(inner.size_hint());
+                copies.push(copier);
+                let source = Source::Copy(receiver);
+                (ClientBody { source }, Some(cut))
+            }
+            _ => {
+                let source = Source::Empty;
+                (ClientBody { source }, None)
+            }
+        }
     }
 }
 
 /// Whether the body a [`ClientBody`] carried turned out malformed.
-pub struct ClientBodyState(std::sync::Arc<std::sync::atomic::AtomicBool>);
+pub struct ClientBodyState(Arc<AtomicBool>);
 
 impl ClientBodyState {
     pub fn broken(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
+        self.0.load(Ordering::Relaxed)
     }
 }
 
 impl http_body::Body for ClientBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BodyError;
 
     fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, hyper::Error>>> {
-        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
-        if let std::task::Poll::Ready(Some(Err(_))) = &polled {
-            self.broken
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match &mut self.source {
+            Source::Client {
+                inner,
+                broken,
+                copies,
+            } => {
+                let polled = Pin::new(&mut *inner).poll_frame(cx);
+                match &polled {
+                    Poll::Ready(Some(Ok(frame))) => {
+                        tee::offer(copies, frame);
+                        // A sized body is often not polled past its last
+                        // frame: its copies end here, cleanly.
+                        if inner.is_end_stream() {
+                            tee::finish(copies);
+                        }
+                    }
+                    Poll::Ready(None) => tee::finish(copies),
+                    Poll::Ready(Some(Err(_))) => {
+                        broken.store(true, Ordering::Relaxed);
+                        copies.clear(); // the copies end in an error too
+                    }
+                    Poll::Pending => {}
+                }
+                polled.map_err(BodyError::from)
+            }
+            Source::Copy(receiver) => receiver.poll_frame(cx),
+            Source::Empty => Poll::Ready(None),
         }
-        polled
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        match &self.source {
+            Source::Client { inner, .. } => inner.is_end_stream(),
+            Source::Copy(_) => false,
+            Source::Empty => true,
+        }
     }
 
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
+    fn size_hint(&self) -> SizeHint {
+        match &self.source {
+            Source::Client { inner, .. } => inner.size_hint(),
+            Source::Copy(receiver) => receiver.size_hint(),
+            Source::Empty => SizeHint::with_exact(0),
+        }
     }
 }

@@ -10,4 +10,5 @@ pub mod normalize;
 pub mod path;
 pub mod redirect;
 pub mod server;
+pub mod tee;
 pub mod upgrade;

@@ -270,7 +270,7 @@ fn route_outcome(
         ..RouteOutcome::default()
     };
     if !targets.is_empty() {
-        for spec in compiled.backends().filter_map(|b| b.target.as_ref().ok()) {
+        for spec in compiled.clusters() {
             if !out.clusters.iter().any(|c| c.name == spec.name) {
                 out.clusters.push(spec.clone());
             }

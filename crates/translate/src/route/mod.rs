@@ -129,6 +129,18 @@ impl CompiledRoute {
         }
     }
 
+    /// Every cluster the valid rules send to: their resolved backends,
+    /// then their mirrors.
+    pub fn clusters(&self) -> impl Iterator<Item = &ClusterSpec> {
+        let mirrors = match &self.rules {
+            Rules::Http(rules) => Some(rules.iter().flat_map(|r| &r.mirror_clusters)),
+            Rules::L4(_) => None,
+        };
+        self.backends()
+            .filter_map(|b| b.target.as_ref().ok())
+            .chain(mirrors.into_iter().flatten())
+    }
+
     /// IR rules (one per valid rule) for the given effective hostnames.
     pub fn ir_rules(&self, hostnames: &[Hostname]) -> IrRules {
         match &self.rules {

@@ -8,18 +8,26 @@ use coxswain_api::gw::httproutes::{
     HttpRouteRulesFiltersUrlRewritePath, HttpRouteRulesFiltersUrlRewritePathType,
 };
 use coxswain_ir::{
-    Filter, Header, HeaderModifier, Hostname, PathMatch, PathModifier, Redirect, Rewrite,
+    Filter, Header, HeaderModifier, Hostname, Mirror, PathMatch, PathModifier, Redirect, Rewrite,
     RouteMatch,
 };
 
+use super::mirror;
+use crate::route::backends::{ClusterSpec, Unresolved};
+
 /// Rule-level filters, in spec order. `matches` are the rule's compiled
-/// matches (ReplacePrefixMatch needs every one of them to be a PathPrefix).
+/// matches (ReplacePrefixMatch needs every one of them to be a PathPrefix);
+/// `mirrors` the resolved backendRef of each RequestMirror filter, in order.
+/// A mirror whose backendRef did not resolve is left out (the route's
+/// ResolvedRefs says why); the rule still serves.
 pub fn compile_rule_filters(
     filters: Option<&[HttpRouteRulesFilters]>,
     matches: &[RouteMatch],
+    mirrors: &[Result<ClusterSpec, Unresolved>],
 ) -> Result<Vec<Filter>, String> {
     let mut out = Vec::new();
     let mut seen: Vec<&'static str> = Vec::new();
+    let mut mirrors = mirrors.iter();
     for f in filters.unwrap_or_default() {
         let (name, filter) = match f.r#type {
             HttpRouteRulesFiltersType::RequestHeaderModifier => {
@@ -60,7 +68,22 @@ pub fn compile_rule_filters(
                     .ok_or_else(|| missing("urlRewrite"))?;
                 ("URLRewrite", Filter::Rewrite(rewrite(r, matches)?))
             }
-            HttpRouteRulesFiltersType::RequestMirror => return Err(unsupported("RequestMirror")),
+            HttpRouteRulesFiltersType::RequestMirror => {
+                let m = f
+                    .request_mirror
+                    .as_ref()
+                    .ok_or_else(|| missing("requestMirror"))?;
+                let (numerator, denominator) = mirror::sample(m)?;
+                // Every mirror filter with its configuration has a target.
+                if let Some(Ok(spec)) = mirrors.next() {
+                    out.push(Filter::Mirror(Mirror {
+                        cluster: spec.name.clone(),
+                        numerator,
+                        denominator,
+                    }));
+                }
+                continue; // may appear more than once per rule
+            }
             HttpRouteRulesFiltersType::ExtensionRef => return Err(unsupported("ExtensionRef")),
             HttpRouteRulesFiltersType::Cors => return Err(unsupported("CORS")),
             HttpRouteRulesFiltersType::ExternalAuth => return Err(unsupported("ExternalAuth")),
@@ -340,25 +363,27 @@ mod tests {
 
     #[test]
     fn redirect_defaults_to_302_and_rejects_other_codes() {
-        let got =
-            compile_rule_filters(Some(&[redirect_filter(None, None)]), &prefix_match()).unwrap();
+        let got = compile_rule_filters(Some(&[redirect_filter(None, None)]), &prefix_match(), &[])
+            .unwrap();
         assert!(matches!(&got[0], Filter::Redirect(r) if r.status_code == 302));
         for code in [301, 303, 307, 308] {
-            assert!(compile_rule_filters(Some(&[redirect_filter(Some(code), None)]), &[]).is_ok());
+            assert!(
+                compile_rule_filters(Some(&[redirect_filter(Some(code), None)]), &[], &[]).is_ok()
+            );
         }
-        assert!(compile_rule_filters(Some(&[redirect_filter(Some(304), None)]), &[]).is_err());
+        assert!(compile_rule_filters(Some(&[redirect_filter(Some(304), None)]), &[], &[]).is_err());
     }
 
     #[test]
     fn replace_prefix_match_needs_prefix_matches() {
         let f = [redirect_filter(None, Some("/v2"))];
-        assert!(compile_rule_filters(Some(&f), &prefix_match()).is_ok());
+        assert!(compile_rule_filters(Some(&f), &prefix_match(), &[]).is_ok());
         let exact = vec![RouteMatch {
             grpc: None,
             path: PathMatch::Exact("/api".into()),
             ..prefix_match().remove(0)
         }];
-        assert!(compile_rule_filters(Some(&f), &exact).is_err());
+        assert!(compile_rule_filters(Some(&f), &exact, &[]).is_err());
     }
 
     #[test]
@@ -374,11 +399,11 @@ mod tests {
             }),
             ..Default::default()
         };
-        let got = compile_rule_filters(Some(&[f("X-Foo")]), &[]).unwrap();
+        let got = compile_rule_filters(Some(&[f("X-Foo")]), &[], &[]).unwrap();
         assert!(matches!(&got[0], Filter::RequestHeaders(m) if m.set[0].name == "x-foo"));
-        assert!(compile_rule_filters(Some(&[f("bad header")]), &[]).is_err());
-        assert!(compile_rule_filters(Some(&[f("Transfer-Encoding")]), &[]).is_err());
-        assert!(compile_rule_filters(Some(&[f("connection")]), &[]).is_err());
+        assert!(compile_rule_filters(Some(&[f("bad header")]), &[], &[]).is_err());
+        assert!(compile_rule_filters(Some(&[f("Transfer-Encoding")]), &[], &[]).is_err());
+        assert!(compile_rule_filters(Some(&[f("connection")]), &[], &[]).is_err());
     }
 
     #[test]
@@ -392,11 +417,16 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_filters_are_errors() {
+    fn unsupported_or_unconfigured_filters_are_errors() {
+        let cors = HttpRouteRulesFilters {
+            r#type: HttpRouteRulesFiltersType::Cors,
+            ..Default::default()
+        };
+        assert!(compile_rule_filters(Some(&[cors]), &[], &[]).is_err());
         let mirror = HttpRouteRulesFilters {
             r#type: HttpRouteRulesFiltersType::RequestMirror,
             ..Default::default()
         };
-        assert!(compile_rule_filters(Some(&[mirror]), &[]).is_err());
+        assert!(compile_rule_filters(Some(&[mirror]), &[], &[]).is_err());
     }
 }

@@ -2,6 +2,7 @@
 
 mod filters;
 mod matches;
+mod mirror;
 mod rules;
 
 pub(crate) use matches::check_regex;
@@ -64,8 +65,12 @@ pub fn compile_rules<'r>(
     };
     for (i, (rule, error)) in rules.enumerate() {
         let targets = rules::resolve_backends(lookup, kind, &key.namespace, &rule);
+        let mirrors = mirror::resolve(lookup, kind, &key.namespace, &rule);
         if out.unresolved.is_none() {
-            out.unresolved = targets.iter().find_map(|t| t.as_ref().err().cloned());
+            out.unresolved = targets
+                .iter()
+                .chain(&mirrors)
+                .find_map(|t| t.as_ref().err().cloned());
         }
         let index = u32::try_from(i).unwrap_or(u32::MAX);
         if let Some(message) = error {
@@ -75,7 +80,7 @@ pub fn compile_rules<'r>(
             });
             continue;
         }
-        match rules::compile_rule(index, &rule, targets) {
+        match rules::compile_rule(index, &rule, targets, &mirrors) {
             Ok(r) => out.rules.push(r),
             Err(e) => out.rule_errors.push(e),
         }

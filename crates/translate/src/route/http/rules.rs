@@ -20,6 +20,8 @@ pub struct CompiledRule {
     pub matches: Vec<RouteMatch>,
     pub filters: Vec<Filter>,
     pub backends: Vec<CompiledBackend>,
+    /// The clusters of the rule's resolved mirrors.
+    pub mirror_clusters: Vec<ClusterSpec>,
     pub timeouts: Timeouts,
 }
 
@@ -38,11 +40,13 @@ pub fn resolve_backends(
         .collect()
 }
 
-/// Validates a rule.
+/// Validates a rule. `targets` and `mirrors` are its backendRefs and its
+/// mirrors' backendRefs, resolved.
 pub fn compile_rule(
     index: u32,
     rule: &HttpRouteRules,
     targets: Vec<Result<ClusterSpec, Unresolved>>,
+    mirrors: &[Result<ClusterSpec, Unresolved>],
 ) -> Result<CompiledRule, RuleError> {
     if has_incompatible_filters(rule) {
         return Err(RuleError {
@@ -58,7 +62,8 @@ pub fn compile_rule(
         return Err(prefix(format!("{field} is not supported yet")));
     }
     let matches = compile_matches(rule.matches.as_deref()).map_err(prefix)?;
-    let filters = compile_rule_filters(rule.filters.as_deref(), &matches).map_err(prefix)?;
+    let filters =
+        compile_rule_filters(rule.filters.as_deref(), &matches, mirrors).map_err(prefix)?;
     let timeouts = compile_timeouts(rule.timeouts.as_ref()).map_err(prefix)?;
     let mut backends = Vec::new();
     for (b, target) in rule.backend_refs.iter().flatten().zip(targets) {
@@ -75,6 +80,7 @@ pub fn compile_rule(
         matches,
         filters,
         backends,
+        mirror_clusters: mirrors.iter().filter_map(|m| m.clone().ok()).collect(),
         timeouts,
     })
 }
