@@ -242,6 +242,7 @@ fn build_config(input: &Input) -> (Config, Vec<Option<Hostname>>) {
                 filters: vec![],
             }],
             timeouts: Timeouts::default(),
+            retry: None,
         };
         let l = usize::from(spec.listener) % listener_hosts.len();
         per_listener[l].push(Arc::new(route));

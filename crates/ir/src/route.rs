@@ -16,6 +16,23 @@ pub struct Route {
     /// Empty (or all weights 0) with no redirect answers 500.
     pub backends: Vec<WeightedBackend>,
     pub timeouts: Timeouts,
+    /// HTTPRoute `retry`. Without it only a refused connection of a
+    /// bodiless request is retried (once, on the next endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+}
+
+/// HTTPRoute `retry`: which failed attempts are tried again, how often and
+/// how soon. Connection errors and backend-request timeouts are retried as
+/// well as the listed response codes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retry {
+    /// Response status codes that are retried.
+    pub codes: Vec<u16>,
+    /// Retries after the first attempt.
+    pub attempts: u32,
+    /// Minimum wait before the first retry; it doubles for each further one.
+    pub backoff_ms: u64,
 }
 
 /// Where a route came from: used for metrics labels, logs and `/config`.

@@ -1,7 +1,6 @@
 //! Applies a matched route: filters, backend choice and the upstream call.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use http::header::{HOST, LOCATION, UPGRADE};
@@ -19,10 +18,9 @@ use crate::http::upgrade;
 use crate::listen::client_identity::X_FORWARDED_CLIENT_CERT;
 use crate::metrics::StatusCounters;
 use crate::mirror::{Copied, MirrorFilter};
-use crate::rejections::RejectReason;
+use crate::retry::Exchange;
 use crate::route::{CompiledRoute, HeaderEdits, RouteFilter, Target};
 use crate::router::CompiledMatch;
-use crate::upstream::{Via, upstream_uri};
 use coxswain_ir::Redirect;
 
 /// A response and the counters it is attributed to.
@@ -195,67 +193,21 @@ pub async fn serve<'r>(
             RouteFilter::Redirect(_) | RouteFilter::Rewrite(_) | RouteFilter::Mirror(_) => {}
         }
     }
-    let connect_timeout = shared.upstreams.connect_timeout;
-    let via = match Via::for_cluster(cluster, backend_identity, connect_timeout) {
-        Ok(via) => via,
-        Err(e) => {
-            tracing::warn!(route = %route.label, upstream = %cluster.name, error = %e, "backend TLS");
-            return local(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "backend TLS misconfigured\n",
-            );
-        }
+    let exchange = Exchange {
+        shared,
+        route_label: &route.label,
+        policy: &route.retry,
+        cluster,
+        identity: backend_identity,
+        backend_timeout: route.timeouts.backend_request_ms.map(Duration::from_millis),
+        upgrade: upgrade.is_some(),
     };
-    if upgrade.is_some() && matches!(via, Via::H2c) {
-        // HTTP/2 has no Upgrade, and an h2c backend may not speak HTTP/1.1.
-        return local(StatusCode::BAD_GATEWAY, "upstream cannot upgrade\n");
-    }
-    let Some(endpoint) = cluster.next_endpoint() else {
-        return local(StatusCode::SERVICE_UNAVAILABLE, "no healthy upstream\n");
-    };
-
-    // Upstream request: same method and headers, new URI.
-    let Some(uri) = upstream_uri(&via, endpoint, &mut parts.headers, path_and_query) else {
-        return local(StatusCode::BAD_REQUEST, "invalid request path\n");
-    };
-    parts.uri = uri;
-    parts.version = match via {
-        Via::Http1 | Via::Tls(..) => Version::HTTP_11,
-        Via::H2c => Version::HTTP_2,
-    };
-    let upstream_req = Request::from_parts(parts, body);
-
-    let call = shared
-        .upstreams
-        .send(via, endpoint, upstream_req, upgrade.is_some());
-    let result = match route.timeouts.backend_request_ms {
-        Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), call).await {
-            Ok(r) => r,
-            Err(_) => {
-                tracing::warn!(route = %route.label, upstream = %cluster.name, %endpoint, "upstream timed out");
-                return local(StatusCode::GATEWAY_TIMEOUT, "upstream timed out\n");
-            }
-        },
-        None => call.await,
-    };
-    let upstream_response = match result {
-        Ok(r) => r,
-        Err(_) if client_body.broken() => {
-            // The client broke its body's framing: its fault, not the
-            // backend's; the upstream request was aborted with it.
-            shared.metrics.rejections.record(RejectReason::BodyFraming);
-            return local(StatusCode::BAD_REQUEST, "malformed request body\n");
-        }
-        Err(e) => {
-            if e.is_connect {
-                shared
-                    .metrics
-                    .connect_errors
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-            tracing::warn!(route = %route.label, upstream = %cluster.name, %endpoint, error = %e, "upstream request failed");
-            return local(StatusCode::BAD_GATEWAY, "upstream unavailable\n");
-        }
+    let upstream_response = match exchange
+        .run(parts, path_and_query, body, &client_body)
+        .await
+    {
+        Ok(response) => response,
+        Err(failed) => return local(failed.status, failed.text),
     };
     let mut upstream_response = upstream_response;
     let switching = upstream_response.status() == StatusCode::SWITCHING_PROTOCOLS;
@@ -274,7 +226,7 @@ pub async fn serve<'r>(
         // A 101 must name the protocol (RFC 9110 15.2.2) and answer an
         // upgrade the client asked for.
         _ if switching => {
-            tracing::warn!(route = %route.label, upstream = %cluster.name, %endpoint, "upstream switched protocols unasked or without Upgrade");
+            tracing::warn!(route = %route.label, upstream = %cluster.name, "upstream switched protocols unasked or without Upgrade");
             return local(StatusCode::BAD_GATEWAY, "upstream switched protocols\n");
         }
         _ => None,

@@ -27,6 +27,7 @@ mod metrics;
 mod mirror;
 mod overload;
 mod rejections;
+mod retry;
 mod route;
 pub mod router;
 mod upstream;

@@ -110,6 +110,9 @@ impl RouteMetrics {
 pub struct Metrics {
     routes: Mutex<BTreeMap<String, Arc<RouteMetrics>>>,
     pub connect_errors: AtomicU64,
+    /// Upstream attempts made again (a route's retry policy, or a refused
+    /// connection).
+    pub retries: AtomicU64,
     pub config_applies: AtomicU64,
     pub rejections: Rejections,
     pub l4: L4Registry,
@@ -166,6 +169,11 @@ impl Metrics {
                 "coxswain_proxy_upstream_connect_errors_total",
                 "Upstream connections that failed.",
                 &self.connect_errors,
+            ),
+            (
+                "coxswain_proxy_upstream_retries_total",
+                "Upstream attempts made again (retry policy, or a refused connection).",
+                &self.retries,
             ),
             (
                 "coxswain_proxy_config_applies_total",

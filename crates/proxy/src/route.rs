@@ -12,6 +12,7 @@ use http::{HeaderName, HeaderValue};
 use crate::cluster::{ClusterSet, ClusterState};
 use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
 use crate::mirror::MirrorFilter;
+use crate::retry::RetryPolicy;
 use crate::router::{CompiledMatch, MatchError};
 use crate::weighted::Weighted;
 
@@ -125,6 +126,7 @@ pub struct CompiledRoute {
     pub filters: Vec<RouteFilter>,
     backends: Weighted<Backend>,
     pub timeouts: Timeouts,
+    pub retry: RetryPolicy,
     pub metrics: Arc<RouteMetrics>,
     /// Counters for responses with no upstream (redirects, 500s).
     pub local_counters: Arc<StatusCounters>,
@@ -170,6 +172,7 @@ impl CompiledRoute {
             filters: compile_filters(&route.filters, clusters, metrics, &label),
             backends,
             timeouts: route.timeouts.clone(),
+            retry: RetryPolicy::compile(route.retry.as_ref()),
             local_counters: route_metrics.upstream(""),
             metrics: route_metrics,
             label,

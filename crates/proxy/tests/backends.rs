@@ -113,8 +113,13 @@ async fn backend_errors_map_to_status_codes() {
     }
     let mut metrics = String::new();
     proxy.render_metrics(&mut metrics);
+    // A refused connection of a bodiless request is tried once more.
     assert!(
-        metrics.contains("coxswain_proxy_upstream_connect_errors_total 2"),
+        metrics.contains("coxswain_proxy_upstream_connect_errors_total 4"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("coxswain_proxy_upstream_retries_total 2"),
         "{metrics}"
     );
     assert!(

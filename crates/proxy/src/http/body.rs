@@ -49,6 +49,8 @@ enum Source {
         copies: Vec<Copier>,
     },
     Copy(CopyReceiver),
+    /// A body kept whole, sent again on a retry.
+    Kept(Option<Bytes>),
     Empty,
 }
 
@@ -62,6 +64,15 @@ impl ClientBody {
             copies: Vec::new(),
         };
         (ClientBody { source }, state)
+    }
+
+    /// A body of `bytes`, known in full.
+    pub fn from_bytes(bytes: Bytes) -> Self {
+        let source = match bytes.is_empty() {
+            true => Source::Empty,
+            false => Source::Kept(Some(bytes)),
+        };
+        ClientBody { source }
     }
 
     /// A body for a mirror: a copy of every frame this body yields from
@@ -127,6 +138,7 @@ impl http_body::Body for ClientBody {
                 polled.map_err(BodyError::from)
             }
             Source::Copy(receiver) => receiver.poll_frame(cx),
+            Source::Kept(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
             Source::Empty => Poll::Ready(None),
         }
     }
@@ -135,6 +147,7 @@ impl http_body::Body for ClientBody {
         match &self.source {
             Source::Client { inner, .. } => inner.is_end_stream(),
             Source::Copy(_) => false,
+            Source::Kept(bytes) => bytes.is_none(),
             Source::Empty => true,
         }
     }
@@ -143,6 +156,9 @@ impl http_body::Body for ClientBody {
         match &self.source {
             Source::Client { inner, .. } => inner.size_hint(),
             Source::Copy(receiver) => receiver.size_hint(),
+            Source::Kept(bytes) => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
             Source::Empty => SizeHint::with_exact(0),
         }
     }

@@ -165,6 +165,7 @@ mod tests {
             filters: vec![],
             backends: vec![],
             timeouts: Timeouts::default(),
+            retry: None,
         })
     }
 

@@ -198,6 +198,7 @@ pub fn route(
         filters: vec![set_request_header("x-route", name)],
         backends,
         timeouts: Timeouts::default(),
+        retry: None,
     }
 }
 

@@ -35,6 +35,7 @@ fn rule(i: usize, hostnames: Vec<Hostname>, path: PathMatch) -> Route {
             filters: vec![],
         }],
         timeouts: Timeouts::default(),
+        retry: None,
     }
 }
 

@@ -155,6 +155,7 @@ impl CompiledRoute {
                             filters: rule.filters.clone(),
                             backends: rule.backends.iter().map(ir_backend).collect(),
                             timeouts: rule.timeouts.clone(),
+                            retry: rule.retry.clone(),
                         })
                     })
                     .collect(),

@@ -3,6 +3,7 @@
 mod filters;
 mod matches;
 mod mirror;
+mod retry;
 mod rules;
 
 pub(crate) use matches::check_regex;

@@ -3,10 +3,11 @@
 use coxswain_api::gw::httproutes::{
     HttpRouteRules, HttpRouteRulesFiltersType, HttpRouteRulesTimeouts,
 };
-use coxswain_ir::{Filter, RouteKind, RouteMatch, Timeouts};
+use coxswain_ir::{Filter, Retry, RouteKind, RouteMatch, Timeouts};
 
 use super::filters::{compile_backend_filters, compile_rule_filters};
 use super::matches::compile_matches;
+use super::retry::compile_retry;
 use crate::conditions::Reason;
 use crate::duration::parse_duration_ms;
 use crate::route::backends::{self, ClusterSpec, Lookup, Unresolved};
@@ -23,6 +24,7 @@ pub struct CompiledRule {
     /// The clusters of the rule's resolved mirrors.
     pub mirror_clusters: Vec<ClusterSpec>,
     pub timeouts: Timeouts,
+    pub retry: Option<Retry>,
 }
 
 /// Resolves every backendRef of a rule (for ResolvedRefs, even when the rule
@@ -65,6 +67,7 @@ pub fn compile_rule(
     let filters =
         compile_rule_filters(rule.filters.as_deref(), &matches, mirrors).map_err(prefix)?;
     let timeouts = compile_timeouts(rule.timeouts.as_ref()).map_err(prefix)?;
+    let retry = compile_retry(rule.retry.as_ref()).map_err(prefix)?;
     let mut backends = Vec::new();
     for (b, target) in rule.backend_refs.iter().flatten().zip(targets) {
         let filters = compile_backend_filters(b.filters.as_deref()).map_err(prefix)?;
@@ -82,15 +85,14 @@ pub fn compile_rule(
         backends,
         mirror_clusters: mirrors.iter().filter_map(|m| m.clone().ok()).collect(),
         timeouts,
+        retry,
     })
 }
 
 /// A rule field we parse but cannot honour yet: the rule is dropped rather
 /// than served without it.
 fn unsupported_field(rule: &HttpRouteRules) -> Option<&'static str> {
-    if rule.retry.is_some() {
-        Some("retry")
-    } else if rule.session_persistence.is_some() {
+    if rule.session_persistence.is_some() {
         Some("sessionPersistence")
     } else {
         None

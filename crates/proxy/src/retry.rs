@@ -1,0 +1,302 @@
+//! The upstream exchange of one request: attempts on the chosen backend's
+//! endpoints, retried as the route's policy says.
+//!
+//! - With a `retry` stanza: a listed response code, a connection error or
+//!   a backend-request timeout is tried again (on the next endpoint) up to
+//!   `attempts` times, waiting `backoff`, doubled for each further retry.
+//! - Without one: only a refused connection is tried again, once.
+//! - A request body is resent only when it could be kept: bodiless
+//!   requests, and (with a stanza) bodies of at most [`REPLAY_LIMIT`]
+//!   bytes, read whole before the first attempt. A larger or unsized body
+//!   streams straight through and is never retried.
+//!
+//! The route's request timeout bounds every attempt and wait together
+//! (the handler enforces it); the backend-request timeout bounds each one.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{Request, Response, StatusCode, Version};
+use http_body::Body as _;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use coxswain_ir::Retry;
+
+use crate::backend_tls::BackendIdentity;
+use crate::cluster::ClusterState;
+use crate::handler::Shared;
+use crate::http::body::{ClientBody, ClientBodyState};
+use crate::rejections::RejectReason;
+use crate::upstream::{Via, upstream_uri};
+
+/// The largest body kept so that it can be sent again.
+pub const REPLAY_LIMIT: u64 = 64 * 1024;
+
+/// The longest wait between two attempts, however many retries came before.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// A route's retry policy, compiled.
+#[derive(Debug)]
+pub struct RetryPolicy {
+    codes: Vec<u16>,
+    retries: u32,
+    backoff: Duration,
+    /// A stanza was configured (else only refused connections are retried).
+    configured: bool,
+}
+
+impl RetryPolicy {
+    pub fn compile(retry: Option<&Retry>) -> Self {
+        match retry {
+            Some(r) => RetryPolicy {
+                codes: r.codes.clone(),
+                retries: r.attempts,
+                backoff: Duration::from_millis(r.backoff_ms),
+                configured: true,
+            },
+            None => RetryPolicy {
+                codes: Vec::new(),
+                retries: 1,
+                backoff: Duration::ZERO,
+                configured: false,
+            },
+        }
+    }
+
+    /// The wait before retry number `retry` (1-based).
+    fn backoff(&self, retry: u32) -> Duration {
+        let doubling = 2u32.saturating_pow(retry.saturating_sub(1));
+        self.backoff
+            .saturating_mul(doubling)
+            .min(MAX_BACKOFF.max(self.backoff))
+    }
+}
+
+/// How an exchange ended when it produced no upstream response.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Failed {
+    pub status: StatusCode,
+    pub text: &'static str,
+}
+
+const fn failed(status: StatusCode, text: &'static str) -> Failed {
+    Failed { status, text }
+}
+
+/// Everything one exchange needs besides the request.
+pub struct Exchange<'a> {
+    pub shared: &'a Shared,
+    pub route_label: &'a str,
+    pub policy: &'a RetryPolicy,
+    pub cluster: &'a ClusterState,
+    pub identity: Option<&'a Arc<BackendIdentity>>,
+    pub backend_timeout: Option<Duration>,
+    /// An upgrade request: never retried (the client's side is taken once).
+    pub upgrade: bool,
+}
+
+/// Why one attempt failed.
+enum AttemptError {
+    Connect,
+    TimedOut,
+    /// The request failed after it may have reached the backend.
+    Other,
+}
+
+impl Exchange<'_> {
+    /// Sends `parts` (with `path_and_query`) and `body`, retrying as the
+    /// policy allows. `client_body` tells a client's broken body from a
+    /// backend failure.
+    pub async fn run(
+        &self,
+        parts: Parts,
+        path_and_query: String,
+        body: ClientBody,
+        client_body: &ClientBodyState,
+    ) -> Result<Response<Incoming>, Failed> {
+        let mut first = Some(body);
+        let replay = match self.replayable(&mut first).await {
+            Ok(replay) => replay,
+            Err(()) => {
+                self.shared
+                    .metrics
+                    .rejections
+                    .record(RejectReason::BodyFraming);
+                return Err(failed(StatusCode::BAD_REQUEST, "malformed request body\n"));
+            }
+        };
+        let mut retry = 0;
+        loop {
+            let body = match (&replay, first.take()) {
+                (Some(bytes), _) => ClientBody::from_bytes(bytes.clone()),
+                (None, Some(body)) => body,
+                // Not reached: without a replayable body there is no retry.
+                (None, None) => ClientBody::from_bytes(Bytes::new()),
+            };
+            let result = self.attempt(&parts, &path_and_query, body).await;
+            let may_retry = retry < self.policy.retries && replay.is_some() && !self.upgrade;
+            let retryable = match &result {
+                Ok(response) => {
+                    self.policy.configured
+                        && self.policy.codes.contains(&response.status().as_u16())
+                }
+                Err((AttemptError::Connect, _)) => true,
+                Err((AttemptError::TimedOut | AttemptError::Other, _)) => self.policy.configured,
+            };
+            if !(may_retry && retryable) {
+                return match result {
+                    Ok(response) => Ok(response),
+                    // The client broke its body's framing: its fault, not
+                    // the backend's; the upstream request was aborted with it.
+                    Err(_) if client_body.broken() => {
+                        self.shared
+                            .metrics
+                            .rejections
+                            .record(RejectReason::BodyFraming);
+                        Err(failed(StatusCode::BAD_REQUEST, "malformed request body\n"))
+                    }
+                    Err((_, failure)) => Err(failure),
+                };
+            }
+            retry += 1;
+            self.shared.metrics.retries.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(route = self.route_label, upstream = %self.cluster.name, retry, "retrying");
+            let wait = self.policy.backoff(retry);
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+
+    /// The body as bytes that can be sent again, when retries are possible
+    /// and the body is small enough; `None` leaves it to stream once.
+    async fn replayable(&self, body: &mut Option<ClientBody>) -> Result<Option<Bytes>, ()> {
+        let Some(b) = body.as_ref() else {
+            return Ok(None);
+        };
+        if self.upgrade || self.policy.retries == 0 {
+            return Ok(None);
+        }
+        if b.is_end_stream() {
+            return Ok(Some(Bytes::new()));
+        }
+        let small = b.size_hint().exact().is_some_and(|n| n <= REPLAY_LIMIT);
+        if !(self.policy.configured && small) {
+            return Ok(None);
+        }
+        let Some(whole) = body.take() else {
+            return Ok(None);
+        };
+        match whole.collect().await {
+            Ok(collected) => Ok(Some(collected.to_bytes())),
+            Err(_) => Err(()),
+        }
+    }
+
+    async fn attempt(
+        &self,
+        parts: &Parts,
+        path_and_query: &str,
+        body: ClientBody,
+    ) -> Result<Response<Incoming>, (AttemptError, Failed)> {
+        let other = |f: Failed| Err((AttemptError::Other, f));
+        let upstreams = &self.shared.upstreams;
+        let via = match Via::for_cluster(self.cluster, self.identity, upstreams.connect_timeout) {
+            Ok(via) => via,
+            Err(e) => {
+                tracing::warn!(route = self.route_label, upstream = %self.cluster.name, error = %e, "backend TLS");
+                return other(failed(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "backend TLS misconfigured\n",
+                ));
+            }
+        };
+        if self.upgrade && matches!(via, Via::H2c) {
+            // HTTP/2 has no Upgrade, and an h2c backend may not speak HTTP/1.1.
+            return other(failed(StatusCode::BAD_GATEWAY, "upstream cannot upgrade\n"));
+        }
+        let Some(endpoint) = self.cluster.next_endpoint() else {
+            return other(failed(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "no healthy upstream\n",
+            ));
+        };
+        let mut headers = parts.headers.clone();
+        let Some(uri) = upstream_uri(&via, endpoint, &mut headers, path_and_query.to_string())
+        else {
+            return other(failed(StatusCode::BAD_REQUEST, "invalid request path\n"));
+        };
+        let mut req = Request::new(body);
+        *req.method_mut() = parts.method.clone();
+        *req.uri_mut() = uri;
+        *req.headers_mut() = headers;
+        *req.version_mut() = match via {
+            Via::Http1 | Via::Tls(..) => Version::HTTP_11,
+            Via::H2c => Version::HTTP_2,
+        };
+        *req.extensions_mut() = parts.extensions.clone();
+        let call = upstreams.send(via, endpoint, req, self.upgrade);
+        let result = match self.backend_timeout {
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(r) => r,
+                Err(_) => {
+                    tracing::warn!(route = self.route_label, upstream = %self.cluster.name, %endpoint, "upstream timed out");
+                    return Err((
+                        AttemptError::TimedOut,
+                        failed(StatusCode::GATEWAY_TIMEOUT, "upstream timed out\n"),
+                    ));
+                }
+            },
+            None => call.await,
+        };
+        result.map_err(|e| {
+            if e.is_connect {
+                self.shared.metrics.connect_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            tracing::warn!(route = self.route_label, upstream = %self.cluster.name, %endpoint, error = %e, "upstream request failed");
+            let kind = if e.is_connect {
+                AttemptError::Connect
+            } else {
+                AttemptError::Other
+            };
+            (kind, failed(StatusCode::BAD_GATEWAY, "upstream unavailable\n"))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(backoff_ms: u64) -> RetryPolicy {
+        RetryPolicy::compile(Some(&Retry {
+            codes: vec![503],
+            attempts: 5,
+            backoff_ms,
+        }))
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_a_cap() {
+        let p = policy(100);
+        let waits: Vec<u128> = (1..=5).map(|n| p.backoff(n).as_millis()).collect();
+        assert_eq!(waits, [100, 200, 400, 800, 1600]);
+        assert_eq!(policy(4_000).backoff(4), MAX_BACKOFF);
+        assert_eq!(
+            policy(20_000).backoff(3),
+            Duration::from_secs(20),
+            "never below the minimum"
+        );
+    }
+
+    #[test]
+    fn no_stanza_retries_a_refused_connection_once_at_once() {
+        let p = RetryPolicy::compile(None);
+        assert_eq!((p.retries, p.configured), (1, false));
+        assert_eq!(p.backoff(1), Duration::ZERO);
+    }
+}
