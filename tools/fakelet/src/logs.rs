@@ -89,6 +89,8 @@ pub struct LogQuery {
     pub limit_bytes: Option<usize>,
     pub previous: bool,
     pub follow: bool,
+    /// `sinceTime`: only lines logged at or after it.
+    pub since: Option<jiff::Timestamp>,
 }
 
 impl LogQuery {
@@ -103,6 +105,11 @@ impl LogQuery {
                 "follow" => parsed.follow = flag,
                 "tailLines" => parsed.tail_lines = value.parse().ok(),
                 "limitBytes" => parsed.limit_bytes = value.parse().ok(),
+                // RFC 3339 in a query: `:` (and a zone's `+`) arrive escaped.
+                "sinceTime" => {
+                    let value = value.replace("%3A", ":").replace("%3a", ":");
+                    parsed.since = value.replace("%2B", "+").parse().ok();
+                }
                 _ => {}
             }
         }
@@ -110,12 +117,21 @@ impl LogQuery {
     }
 }
 
-/// Renders stored lines for a reply: the last `tail_lines`, without the
-/// timestamp prefix unless asked, cut at `limit_bytes`.
+/// Renders stored lines for a reply: those since `since`, the last
+/// `tail_lines` of them, without the timestamp prefix unless asked, cut at
+/// `limit_bytes`.
 pub fn render(stored: &[u8], query: &LogQuery) -> Vec<u8> {
+    let stamp = |line: &[u8]| -> Option<jiff::Timestamp> {
+        let end = line.iter().position(|b| *b == b' ')?;
+        std::str::from_utf8(line.get(..end)?).ok()?.parse().ok()
+    };
     let lines: Vec<&[u8]> = stored
         .split_inclusive(|b| *b == b'\n')
         .filter(|line| !line.is_empty())
+        .filter(|line| match query.since {
+            Some(since) => stamp(line).is_none_or(|t| t >= since),
+            None => true,
+        })
         .collect();
     let skip = query
         .tail_lines
@@ -159,6 +175,14 @@ mod tests {
         assert_eq!(query.tail_lines, Some(2));
         assert_eq!(render(STORED, &query), b"two w");
         assert_eq!(render(STORED, &LogQuery::parse("tailLines=9")).len(), 20);
+    }
+
+    #[test]
+    fn since_time_keeps_later_lines() {
+        let query = LogQuery::parse("sinceTime=2026-01-01T00%3A00%3A01Z");
+        assert_eq!(render(STORED, &query), b"two words\nthree\n");
+        let bad = LogQuery::parse("sinceTime=yesterday");
+        assert_eq!(bad.since, None, "an unparsable time filters nothing");
     }
 
     #[test]
