@@ -10,6 +10,22 @@ pub enum Filter {
     Rewrite(Rewrite),
     /// RequestMirror: a copy of the request goes to another cluster too.
     Mirror(Mirror),
+    /// CORS: preflights answered by the gateway, response headers added.
+    Cors(Cors),
+}
+
+/// A CORS policy (GEP-1767). Origins are `*` or `scheme://host[:port]`,
+/// the host possibly starting with a `*` label wildcard; methods and
+/// headers may be `*`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cors {
+    pub allow_origins: Vec<String>,
+    pub allow_methods: Vec<String>,
+    pub allow_headers: Vec<String>,
+    pub expose_headers: Vec<String>,
+    pub allow_credentials: bool,
+    /// `Access-Control-Max-Age` of preflight answers, in seconds.
+    pub max_age_s: u32,
 }
 
 /// A fire-and-forget copy of a sampled share of requests: its response is

@@ -34,7 +34,7 @@ pub use cluster::{
     BackendTls, BackendTrust, Cluster, Endpoint, SubjectAltName, UpstreamProtocol, UpstreamTls,
 };
 pub use feedback::UnboundSocket;
-pub use filter::{Filter, Header, HeaderModifier, Mirror, PathModifier, Redirect, Rewrite};
+pub use filter::{Cors, Filter, Header, HeaderModifier, Mirror, PathModifier, Redirect, Rewrite};
 pub use hostname::{Hostname, HostnameError};
 pub use listener::{
     CaBundle, ClientValidation, ClientValidationMode, Listener, Serve, Socket, TlsTermination,

@@ -11,6 +11,7 @@ use hyper::body::Incoming;
 use crate::backend_tls::BackendIdentity;
 use crate::handler::{ConnInfo, Shared};
 use crate::http::body::{ClientBody, ProxyBody, plain};
+use crate::http::cors::CorsPolicy;
 use crate::http::headers::{X_FORWARDED_HOST, add_forwarded, strip_hop_by_hop};
 use crate::http::path::apply_modifier;
 use crate::http::redirect::{RedirectInput, location};
@@ -97,6 +98,7 @@ pub async fn serve<'r>(
     let mut new_host = None;
     let mut response_edits: Vec<&HeaderEdits> = Vec::new();
     let mut mirrors: Vec<&MirrorFilter> = Vec::new();
+    let mut cors_headers = Vec::new();
     for filter in &route.filters {
         match filter {
             RouteFilter::RequestHeaders(edits) => edits.apply(&mut parts.headers),
@@ -123,6 +125,13 @@ pub async fn serve<'r>(
                     new_path = apply_modifier(m, &path, matched).or(new_path);
                 }
             }
+            RouteFilter::Cors(cors) if CorsPolicy::is_preflight(&parts.method, &parts.headers) => {
+                return Forwarded {
+                    response: cors.preflight(&parts.headers),
+                    counters: &route.local_counters,
+                };
+            }
+            RouteFilter::Cors(cors) => cors_headers = cors.response_headers(&parts.headers),
             // A tunnel cannot be copied: upgrades are not mirrored.
             RouteFilter::Mirror(m) if upgrade.is_none() && m.sampled() => mirrors.push(m),
             RouteFilter::Mirror(_) => {}
@@ -190,7 +199,10 @@ pub async fn serve<'r>(
         match filter {
             RouteFilter::RequestHeaders(edits) => edits.apply(&mut parts.headers),
             RouteFilter::ResponseHeaders(edits) => response_edits.push(edits),
-            RouteFilter::Redirect(_) | RouteFilter::Rewrite(_) | RouteFilter::Mirror(_) => {}
+            RouteFilter::Redirect(_)
+            | RouteFilter::Rewrite(_)
+            | RouteFilter::Mirror(_)
+            | RouteFilter::Cors(_) => {}
         }
     }
     let exchange = Exchange {
@@ -241,6 +253,14 @@ pub async fn serve<'r>(
     parts.version = Version::HTTP_11;
     for edits in response_edits {
         edits.apply(&mut parts.headers);
+    }
+    for (name, value) in cors_headers {
+        // The backend's own Vary stays; CORS adds Origin to it.
+        if name == http::header::VARY {
+            parts.headers.append(name, value);
+        } else {
+            parts.headers.insert(name, value);
+        }
     }
     Forwarded {
         response: Response::from_parts(parts, body.boxed_unsync()),

@@ -10,6 +10,7 @@ use coxswain_ir::{
 use http::{HeaderName, HeaderValue};
 
 use crate::cluster::{ClusterSet, ClusterState};
+use crate::http::cors::CorsPolicy;
 use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
 use crate::mirror::MirrorFilter;
 use crate::retry::RetryPolicy;
@@ -66,6 +67,7 @@ pub enum RouteFilter {
     Redirect(Redirect),
     Rewrite(Rewrite),
     Mirror(MirrorFilter),
+    Cors(CorsPolicy),
 }
 
 /// Compiles the filters of the route labelled `label`.
@@ -82,6 +84,7 @@ fn compile_filters(
             Filter::ResponseHeaders(m) => RouteFilter::ResponseHeaders(HeaderEdits::compile(m)),
             Filter::Redirect(r) => RouteFilter::Redirect(r.clone()),
             Filter::Rewrite(r) => RouteFilter::Rewrite(r.clone()),
+            Filter::Cors(c) => RouteFilter::Cors(CorsPolicy::compile(c)),
             Filter::Mirror(m) => {
                 RouteFilter::Mirror(MirrorFilter::compile(m, clusters, &metrics.mirrors, label))
             }

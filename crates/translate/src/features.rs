@@ -26,6 +26,7 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "HTTPRouteBackendProtocolWebSocket",
     "HTTPRouteBackendRequestHeaderModification",
     "HTTPRouteBackendTimeout",
+    "HTTPRouteCORS",
     "HTTPRouteDestinationPortMatching",
     "HTTPRouteHostRewrite",
     "HTTPRouteMethodMatching",

@@ -2,6 +2,7 @@
 
 pub mod authority;
 pub mod body;
+pub mod cors;
 pub mod grpc;
 pub mod grpc_status;
 pub mod headers;

@@ -12,6 +12,7 @@ use coxswain_ir::{
     RouteMatch,
 };
 
+use super::cors::compile_cors;
 use super::mirror;
 use crate::route::backends::{ClusterSpec, Unresolved};
 
@@ -85,7 +86,10 @@ pub fn compile_rule_filters(
                 continue; // may appear more than once per rule
             }
             HttpRouteRulesFiltersType::ExtensionRef => return Err(unsupported("ExtensionRef")),
-            HttpRouteRulesFiltersType::Cors => return Err(unsupported("CORS")),
+            HttpRouteRulesFiltersType::Cors => {
+                let c = f.cors.as_ref().ok_or_else(|| missing("cors"))?;
+                ("CORS", Filter::Cors(compile_cors(c)?))
+            }
             HttpRouteRulesFiltersType::ExternalAuth => return Err(unsupported("ExternalAuth")),
         };
         if seen.contains(&name) {
@@ -418,11 +422,11 @@ mod tests {
 
     #[test]
     fn unsupported_or_unconfigured_filters_are_errors() {
-        let cors = HttpRouteRulesFilters {
-            r#type: HttpRouteRulesFiltersType::Cors,
+        let external = HttpRouteRulesFilters {
+            r#type: HttpRouteRulesFiltersType::ExternalAuth,
             ..Default::default()
         };
-        assert!(compile_rule_filters(Some(&[cors]), &[], &[]).is_err());
+        assert!(compile_rule_filters(Some(&[external]), &[], &[]).is_err());
         let mirror = HttpRouteRulesFilters {
             r#type: HttpRouteRulesFiltersType::RequestMirror,
             ..Default::default()

@@ -1,5 +1,6 @@
 //! HTTPRoute rules: matches, filters, backends and timeouts.
 
+mod cors;
 mod filters;
 mod matches;
 mod mirror;
