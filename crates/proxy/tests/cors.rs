@@ -22,11 +22,17 @@ fn cors_route() -> coxswain_ir::Route {
     r
 }
 
-#[tokio::test]
-async fn preflights_are_answered_by_the_gateway() {
+/// An echo backend behind [`cors_route`]: the backend, the port, the proxy.
+async fn serve_cors() -> (EchoBackend, u16, coxswain_proxy::Proxy) {
     let backend = echo_backend("b").await;
     let port = free_port();
-    let (_proxy, _) = start_proxy(simple_config(port, vec![cors_route()], backend.addr)).await;
+    let (proxy, _) = start_proxy(simple_config(port, vec![cors_route()], backend.addr)).await;
+    (backend, port, proxy)
+}
+
+#[tokio::test]
+async fn preflights_are_answered_by_the_gateway() {
+    let (backend, port, _proxy) = serve_cors().await;
     let c = client();
     let preflight = |origin: &str| {
         request(port, "h", "/api")
@@ -55,9 +61,7 @@ async fn preflights_are_answered_by_the_gateway() {
 
 #[tokio::test]
 async fn an_allowed_origins_responses_carry_cors_headers() {
-    let backend = echo_backend("b").await;
-    let port = free_port();
-    let (_proxy, _) = start_proxy(simple_config(port, vec![cors_route()], backend.addr)).await;
+    let (backend, port, _proxy) = serve_cors().await;
     let c = client();
     let allowed = send(
         &c,
