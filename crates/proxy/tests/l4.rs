@@ -404,8 +404,18 @@ fn udp_config(port: u16, backend: SocketAddr) -> std::sync::Arc<coxswain_ir::Con
 /// Connected client sockets only accept replies from the address they sent
 /// to: every reply must come from the listener's own address and port.
 async fn udp_ask(port: u16, payload: &str) -> String {
+    udp_ask_from(&udp_client(port).await, payload).await
+}
+
+/// A client socket connected to the listener on `port`. Held while others
+/// are made, so that each gets a port of its own (a session per client).
+async fn udp_client(port: u16) -> UdpSocket {
     let client = UdpSocket::bind((LOCALHOST, 0)).await.unwrap();
     client.connect((LOCALHOST, port)).await.unwrap();
+    client
+}
+
+async fn udp_ask_from(client: &UdpSocket, payload: &str) -> String {
     client.send(payload.as_bytes()).await.unwrap();
     let mut buf = vec![0u8; 2048];
     let n = tokio::time::timeout(Duration::from_secs(10), client.recv(&mut buf))
@@ -421,8 +431,11 @@ async fn udp_sessions_relay_replies_to_each_client() {
     let port = free_port();
     let (proxy, _) = start_proxy(udp_config(port, backend)).await;
     // Many clients, each from its own port, each gets its own answer.
+    let mut clients = Vec::new();
     for i in 0..50 {
-        assert_eq!(udp_ask(port, &format!("q{i}")).await, format!("dns:q{i}"));
+        clients.push(udp_client(port).await);
+        let answer = udp_ask_from(&clients[i], &format!("q{i}")).await;
+        assert_eq!(answer, format!("dns:q{i}"));
     }
     let mut metrics = String::new();
     proxy.render_metrics(&mut metrics);
@@ -444,8 +457,11 @@ async fn udp_session_cap_evicts_the_least_recent() {
         ..ProxyOptions::default()
     };
     let (proxy, _) = start_proxy_with(udp_config(port, backend), options).await;
+    let mut clients = Vec::new();
     for i in 0..10 {
-        assert_eq!(udp_ask(port, &format!("{i}")).await, format!("dns:{i}"));
+        clients.push(udp_client(port).await);
+        let answer = udp_ask_from(&clients[i], &format!("{i}")).await;
+        assert_eq!(answer, format!("dns:{i}"));
     }
     let mut metrics = String::new();
     proxy.render_metrics(&mut metrics);
