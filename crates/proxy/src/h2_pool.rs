@@ -77,13 +77,15 @@ impl H2Pool {
         C: Fn() -> F,
         F: Future<Output = Result<SendRequest<ClientBody>, UpstreamError>>,
     {
+        // Connecting is rare and its future large: boxed, so that every
+        // request's future (moved on each spawn) stays small.
         let mut sender = match self.cached(endpoint) {
             Some(sender) => sender,
-            None => connect().await?,
+            None => Box::pin(connect()).await?,
         };
         if sender.ready().await.is_err() {
             // The cached connection died between checks: reconnect once.
-            sender = connect().await?;
+            sender = Box::pin(connect()).await?;
             sender.ready().await.map_err(UpstreamError::request)?;
         }
         sender

@@ -239,7 +239,8 @@ impl Exchange<'_> {
             Via::H2c => Version::HTTP_2,
         };
         *req.extensions_mut() = parts.extensions.clone();
-        let call = upstreams.send(via, endpoint, req, self.upgrade);
+        // Boxed: held by both awaits below, it would size this future twice.
+        let call = Box::pin(upstreams.send(via, endpoint, req, self.upgrade));
         let result = match self.backend_timeout {
             Some(limit) => match tokio::time::timeout(limit, call).await {
                 Ok(r) => r,

@@ -171,10 +171,10 @@ impl Upstreams {
             Via::Tls(_, clients) if upgrade => {
                 clients.http1.request(req).await.map_err(pooled_error)
             }
+            // Boxed: its TLS handshake makes a large future, which would
+            // otherwise size every request's future.
             Via::Tls(upstream, clients) => {
-                upstream
-                    .send(&clients, endpoint, self.connect_timeout, req)
-                    .await
+                Box::pin(upstream.send(&clients, endpoint, self.connect_timeout, req)).await
             }
             Via::H2c => self.h2c.send(endpoint, req).await,
         }
