@@ -371,12 +371,24 @@ fn tcp_propagates_half_close() {
 #[test]
 fn dns_over_a_udp_route() {
     let s = setup("dns");
-    for _ in 0..5 {
+    // Five distinct source ports, chosen while all five are held: left to
+    // itself the kernel may give two dig runs the same one (one session).
+    let probes: Vec<UdpSocket> = (0..5)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let sources: Vec<u16> = probes
+        .iter()
+        .map(|p| p.local_addr().unwrap().port())
+        .collect();
+    drop(probes);
+    for source in sources {
         let out = Command::new("dig")
             .args([
                 "@127.0.0.1",
                 "-p",
                 &s.ports.udp.to_string(),
+                "-b",
+                &format!("127.0.0.1#{source}"),
                 "+short",
                 "+tries=3",
                 "+time=2",
