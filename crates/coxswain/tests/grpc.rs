@@ -64,9 +64,35 @@ struct Ports {
 
 /// A GRPCRoute on the given listeners for the interop TestService only.
 fn test_service_route(name: &str, sections: &[&str], backend: &str, port: u16) -> String {
+    grpc_route(name, sections, &["grpc.testing.TestService"], backend, port)
+}
+
+/// A GRPCRoute on one listener for the server reflection services (v1
+/// and v1alpha, which grpcurl falls back to).
+fn reflection_route(name: &str, section: &str, backend: &str, port: u16) -> String {
+    let services = [
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+    ];
+    grpc_route(name, &[section], &services, backend, port)
+}
+
+/// A GRPCRoute on `sections` of Gateway `grpc`, one rule matching any of
+/// `services`, to `backend`:`port`.
+fn grpc_route(
+    name: &str,
+    sections: &[&str],
+    services: &[&str],
+    backend: &str,
+    port: u16,
+) -> String {
     let parents: String = sections
         .iter()
         .map(|s| format!("  - name: grpc\n    sectionName: {s}\n"))
+        .collect();
+    let matches: String = services
+        .iter()
+        .map(|s| format!("    - method:\n        service: {s}\n"))
         .collect();
     format!(
         "apiVersion: gateway.networking.k8s.io/v1
@@ -77,34 +103,7 @@ spec:
   parentRefs:
 {parents}  rules:
   - matches:
-    - method:
-        service: grpc.testing.TestService
-    backendRefs:
-    - name: {backend}
-      port: {port}
-"
-    )
-}
-
-/// A GRPCRoute on one listener for the server reflection services (v1
-/// and v1alpha, which grpcurl falls back to).
-fn reflection_route(name: &str, section: &str, backend: &str, port: u16) -> String {
-    format!(
-        "apiVersion: gateway.networking.k8s.io/v1
-kind: GRPCRoute
-metadata:
-  name: {name}
-spec:
-  parentRefs:
-  - name: grpc
-    sectionName: {section}
-  rules:
-  - matches:
-    - method:
-        service: grpc.reflection.v1.ServerReflection
-    - method:
-        service: grpc.reflection.v1alpha.ServerReflection
-    backendRefs:
+{matches}    backendRefs:
     - name: {backend}
       port: {port}
 "

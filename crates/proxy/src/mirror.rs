@@ -14,7 +14,7 @@ use http::{HeaderMap, Method, Request, Version};
 use http_body_util::BodyExt;
 use tokio::sync::Semaphore;
 
-use coxswain_ir::Mirror;
+use coxswain_ir::{BackendTarget, Mirror};
 
 use crate::backend_tls::BackendIdentity;
 use crate::cluster::ClusterSet;
@@ -46,12 +46,9 @@ impl MirrorFilter {
         metrics: &MirrorMetrics,
         route: &str,
     ) -> Self {
-        let target = match clusters.get(&m.cluster) {
-            Some(c) => Target::Cluster(c.clone()),
-            None => Target::Invalid(format!("cluster {} missing", m.cluster)),
-        };
+        let target = BackendTarget::Cluster(m.cluster.clone());
         MirrorFilter {
-            target,
+            target: Target::resolve(&target, clusters),
             numerator: m.numerator,
             denominator: m.denominator,
             counters: metrics.counters(route, &m.cluster),
