@@ -78,7 +78,27 @@ pub async fn serve_on(listener: TcpListener, identity: Identity) {
     .await;
 }
 
+/// The most of a request body the echo reads before answering anyway.
+const DRAIN_LIMIT: usize = 1 << 20;
+
+/// Reads a request body to its end (or [`DRAIN_LIMIT`]), as an origin that
+/// uses its body does: answering first would race the client's next frames
+/// (h2spec's malformed-trailers cases among them).
+async fn drain(mut body: Incoming) {
+    use http_body_util::BodyExt;
+    let mut read = 0;
+    while read < DRAIN_LIMIT {
+        match body.frame().await {
+            Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
+            Some(Err(_)) | None => return,
+        }
+    }
+}
+
 async fn answer(request: Request<Incoming>, identity: &Identity) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    drain(body).await;
+    let request = Request::from_parts(parts, ());
     let query = request.uri().query().unwrap_or_default();
     if let Some(delay) = delay_from_query(query) {
         tracing::info!(
