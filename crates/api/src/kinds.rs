@@ -231,6 +231,10 @@ kinds! {
         field: backend_tls_policies, kind: "BackendTLSPolicy", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1alpha3"], cluster_scoped: false, route_input: false,
     }
+    CoxswainBackendPolicy: crate::CoxswainBackendPolicy {
+        field: backend_policies, kind: "CoxswainBackendPolicy", group: "gateway.coxswain-labs.dev",
+        versions: ["v1alpha1"], cluster_scoped: false, route_input: false,
+    }
     ReferenceGrant: crate::ReferenceGrant {
         field: reference_grants, kind: "ReferenceGrant", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1beta1"], cluster_scoped: false, route_input: true,

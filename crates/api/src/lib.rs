@@ -24,12 +24,17 @@ pub use kinds::{ApiObject, Kind, KindVisitor, Object, Snapshot, same_objects};
 
 pub use gateway_api;
 pub use k8s_openapi;
+/// Metadata access for every kind (`meta()`), without a client.
+pub use kube_core::Resource as ApiResource;
 
 /// The Gateway API types Coxswain reads: the experimental channel, a
 /// superset of the standard one, so that no field a user sets (retry,
 /// sessionPersistence, CORS, ...) is dropped while parsing.
 pub use gateway_api::apis::experimental as gw;
 
+/// Coxswain's own CRD types.
+pub use coxswain_crds as crds;
+pub use coxswain_crds::CoxswainBackendPolicy;
 /// BackendTLSPolicy is v1 (standard channel); the experimental module has none.
 pub use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
 pub use gateway_api::apis::standard::listenersets::ListenerSet;

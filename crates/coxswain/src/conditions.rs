@@ -181,6 +181,12 @@ pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> 
             check("BackendTLSPolicy", key, &scope, &ancestor.conditions);
         }
     }
+    for (key, status) in &statuses.backend_policies {
+        for ancestor in &status.ancestors {
+            let scope = || format!("Service {}", ancestor.ancestor_ref.name);
+            check("CoxswainBackendPolicy", key, &scope, &ancestor.conditions);
+        }
+    }
     out
 }
 
@@ -203,6 +209,12 @@ pub fn all_statuses(statuses: &Statuses) -> Vec<(Kind, ObjectKey, Value)> {
                 .backend_tls_policies
                 .keys()
                 .map(|k| (Kind::BackendTlsPolicy, k)),
+        )
+        .chain(
+            statuses
+                .backend_policies
+                .keys()
+                .map(|k| (Kind::CoxswainBackendPolicy, k)),
         );
     keys.filter_map(|(kind, key)| {
         let status = statuses.status_json(kind, key)?;

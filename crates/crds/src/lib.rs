@@ -19,8 +19,9 @@ mod backend_policy;
 mod gateway_parameters;
 
 pub use backend_policy::{
-    BackendPolicyTargetRef, BackendTimeouts, CoxswainBackendPolicy, CoxswainBackendPolicySpec,
-    LoadBalancer, LoadBalancerAlgorithm,
+    BackendPolicyTargetRef, BackendTimeouts, CircuitBreaker, CoxswainBackendPolicy,
+    CoxswainBackendPolicySpec, CoxswainBackendPolicyStatus, LoadBalancer, PolicyAncestorRef,
+    PolicyAncestorStatus, SessionPersistence,
 };
 pub use gateway_parameters::{
     CoxswainGatewayParameters, CoxswainGatewayParametersSpec, ServiceTypeOverride,
@@ -36,10 +37,12 @@ pub const GROUP: &str = "gateway.coxswain-labs.dev";
 ///
 /// Only kinds something reads: CoxswainGatewayParameters is answered (a
 /// Gateway naming it gets `InvalidParameters` until dedicated proxy pools
-/// exist). CoxswainBackendPolicy has types but no reader yet, so its CRD is
-/// not installed: creating one fails loudly instead of being ignored.
+/// exist); CoxswainBackendPolicy is applied to the Services it targets.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    vec![CoxswainGatewayParameters::crd()]
+    vec![
+        CoxswainBackendPolicy::crd(),
+        CoxswainGatewayParameters::crd(),
+    ]
 }
 
 /// One CRD as a YAML document (without the leading `---`).

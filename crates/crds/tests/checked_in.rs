@@ -39,7 +39,10 @@ fn no_other_files_in_deploy_crds() {
 fn crds_are_namespaced_in_our_group_with_a_schema() {
     let crds = coxswain_crds::all();
     let names: Vec<_> = crds.iter().map(|c| c.spec.names.kind.clone()).collect();
-    assert_eq!(names, ["CoxswainGatewayParameters"]);
+    assert_eq!(
+        names,
+        ["CoxswainBackendPolicy", "CoxswainGatewayParameters"]
+    );
     for crd in crds {
         assert_eq!(crd.spec.group, coxswain_crds::GROUP);
         assert_eq!(crd.spec.scope, "Namespaced");
@@ -52,6 +55,16 @@ fn crds_are_namespaced_in_our_group_with_a_schema() {
             .and_then(|s| s.open_api_v3_schema.as_ref());
         assert!(schema.is_some());
     }
+    // The controller writes the policy's ancestors through the status
+    // subresource (the RBAC grants only that).
+    let policy = &coxswain_crds::all()[0].spec.versions[0];
+    assert!(
+        policy
+            .subresources
+            .as_ref()
+            .and_then(|s| s.status.as_ref())
+            .is_some()
+    );
 }
 
 #[test]
@@ -67,17 +80,29 @@ fn enums_are_in_the_schema() {
 
 #[test]
 fn specs_round_trip() {
+    // The user guide's full example, values it documents included.
     let policy: coxswain_crds::CoxswainBackendPolicySpec =
         serde_json::from_value(serde_json::json!({
-            "targetRefs": [{"kind": "Service", "name": "web"}],
-            "timeouts": {"connect": "2s", "idle": "90s"},
-            "loadBalancer": {"algorithm": "LeastRequest"}
+            "targetRefs": [{"group": "", "kind": "Service", "name": "api"}],
+            "timeouts": {"connect": "500ms", "idle": "60s"},
+            "loadBalancer": {"algorithm": "least_conn"},
+            "circuitBreaker": {"threshold": 50, "window": "10s", "openDuration": "5s",
+                               "minRequests": 10, "maxOpenDuration": "1m"},
+            "sessionPersistence": {"type": "Cookie", "sessionName": "my-session"}
         }))
         .unwrap();
     assert_eq!(
-        policy.load_balancer.unwrap().algorithm,
-        Some(coxswain_crds::LoadBalancerAlgorithm::LeastRequest)
+        policy.load_balancer.unwrap().algorithm.as_deref(),
+        Some("least_conn")
     );
+    let breaker = policy.circuit_breaker.unwrap();
+    assert_eq!(
+        (breaker.threshold, breaker.min_requests),
+        (Some(50), Some(10))
+    );
+    assert_eq!(breaker.max_open_duration.as_deref(), Some("1m"));
+    let persistence = policy.session_persistence.unwrap();
+    assert_eq!(persistence.type_.as_deref(), Some("Cookie"));
     let params: coxswain_crds::CoxswainGatewayParametersSpec =
         serde_json::from_value(serde_json::json!({"replicas": 2, "serviceType": "ClusterIP"}))
             .unwrap();
@@ -85,10 +110,21 @@ fn specs_round_trip() {
         params.service_type,
         Some(coxswain_crds::ServiceTypeOverride::ClusterIp)
     );
-    assert!(
-        serde_json::from_value::<coxswain_crds::LoadBalancerAlgorithm>(serde_json::json!(
-            "Fastest"
-        ))
-        .is_err()
-    );
+}
+
+#[test]
+fn the_backend_policy_schema_keeps_every_field() {
+    // A field missing from the schema is pruned by the API server: the
+    // policy would look configured while the proxy never sees it.
+    let yaml = coxswain_crds::all_yaml().unwrap();
+    for field in [
+        "circuitBreaker:",
+        "maxOpenDuration:",
+        "sessionPersistence:",
+        "sessionName:",
+        "algorithm:",
+        "ancestors:",
+    ] {
+        assert!(yaml.contains(field), "schema lacks {field}");
+    }
 }

@@ -2,7 +2,7 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::CaBundle;
+use crate::{BackendPolicy, CaBundle};
 
 /// A set of interchangeable upstream endpoints: one Service port.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -15,6 +15,9 @@ pub struct Cluster {
     /// TLS to the endpoints (a BackendTLSPolicy); `None` is plain text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<UpstreamTls>,
+    /// A CoxswainBackendPolicy's settings; `None` keeps the defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<BackendPolicy>,
 }
 
 /// How the gateway speaks TLS to a cluster's endpoints.

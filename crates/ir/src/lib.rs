@@ -19,6 +19,7 @@
     )
 )]
 
+mod backend_policy;
 mod cidr;
 mod cluster;
 mod feedback;
@@ -29,6 +30,7 @@ mod precedence;
 mod route;
 mod tls;
 
+pub use backend_policy::{BackendPolicy, Balancer, Breaker, HashKey, Persistence};
 pub use cidr::{CidrError, IpCidr};
 pub use cluster::{
     BackendTls, BackendTrust, Cluster, Endpoint, SubjectAltName, UpstreamProtocol, UpstreamTls,

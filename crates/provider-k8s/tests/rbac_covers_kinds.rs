@@ -56,7 +56,11 @@ fn every_kind_with_status_may_update_it() {
     for kind in Kind::ALL {
         let writes_status = matches!(
             kind,
-            Kind::GatewayClass | Kind::Gateway | Kind::ListenerSet | Kind::BackendTlsPolicy
+            Kind::GatewayClass
+                | Kind::Gateway
+                | Kind::ListenerSet
+                | Kind::BackendTlsPolicy
+                | Kind::CoxswainBackendPolicy
         ) || coxswain_translate::route_kind(*kind).is_some();
         let (group, plural) = kind.visit(GroupPlural);
         let status = format!("{plural}/status");

@@ -1,34 +1,60 @@
-//! Upstream clusters compiled for serving: endpoints with a round-robin
-//! cursor, and TLS to them when a BackendTLSPolicy applies.
+//! Upstream clusters compiled for serving: endpoints with their balancing
+//! state, the CoxswainBackendPolicy's algorithm, breakers and timeouts,
+//! and TLS to them when a BackendTLSPolicy applies.
+//!
+//! A reload keeps what it can of the previous cluster of the same name:
+//! with the same policy, each endpoint that stays keeps its breaker,
+//! in-flight count and latency average, and the cluster keeps its own
+//! connection pools; unchanged TLS settings keep their pooled connections.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use coxswain_ir::{Config, UpstreamProtocol};
+use coxswain_ir::{BackendPolicy, Cluster, Config, UpstreamProtocol};
+use tokio::time::Instant;
 
 use crate::backend_tls::ClusterTls;
+use crate::balance::{Balance, Endpoint, Pick, RequestKey};
+use crate::breaker::CircuitBreaker;
+use crate::breaker_metrics::BreakerMetrics;
+use crate::upstream::Upstreams;
 
-/// An upstream cluster with its round-robin cursor.
+/// How long an idle pooled HTTP/1.1 connection is kept without a policy.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(90);
+
+/// An upstream cluster and its balancing state.
 #[derive(Debug)]
 pub struct ClusterState {
     pub name: String,
     pub protocol: UpstreamProtocol,
     /// `None`: plain text.
     pub tls: Option<ClusterTls>,
-    endpoints: Vec<SocketAddr>,
+    endpoints: Vec<Arc<Endpoint>>,
+    balance: Balance,
+    policy: Option<BackendPolicy>,
+    /// Clients with the policy's timeouts, made on first use; unused (and
+    /// the shared clients serve) when the policy sets no timeout.
+    own: Arc<OnceLock<Upstreams>>,
+    /// For the L4 and mirror paths, which take endpoints in plain order.
     next: AtomicUsize,
 }
 
 impl ClusterState {
+    /// An endpoint for one request attempt (see [`Balance::pick`]).
+    pub fn pick(&self, key: &RequestKey<'_>, tried: &[SocketAddr], now: Instant) -> Pick {
+        self.balance.pick(&self.endpoints, key, tried, now)
+    }
+
     /// The next endpoint by round robin; `None` when there are none.
     pub fn next_endpoint(&self) -> Option<SocketAddr> {
         if self.endpoints.is_empty() {
             return None;
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
-        self.endpoints.get(i).copied()
+        self.endpoints.get(i).map(|e| e.address)
     }
 
     /// Every endpoint, starting with the next one by round robin.
@@ -38,7 +64,40 @@ impl ClusterState {
         }
         let start = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
         let (before, after) = self.endpoints.split_at(start);
-        after.iter().chain(before).copied().collect()
+        after.iter().chain(before).map(|e| e.address).collect()
+    }
+
+    /// The connect timeout: the policy's, else `default`.
+    pub fn connect_timeout(&self, default: Duration) -> Duration {
+        self.policy
+            .as_ref()
+            .and_then(|p| p.connect_timeout_ms)
+            .map_or(default, Duration::from_millis)
+    }
+
+    fn idle_timeout(&self) -> Duration {
+        self.policy
+            .as_ref()
+            .and_then(|p| p.idle_timeout_ms)
+            .map_or(DEFAULT_IDLE, Duration::from_millis)
+    }
+
+    /// The clients requests to this cluster use: its own when its policy
+    /// sets a timeout, else `shared`.
+    pub fn upstreams<'a>(&'a self, shared: &'a Upstreams) -> &'a Upstreams {
+        let timeouts = self
+            .policy
+            .as_ref()
+            .is_some_and(|p| p.connect_timeout_ms.is_some() || p.idle_timeout_ms.is_some());
+        if !timeouts {
+            return shared;
+        }
+        self.own.get_or_init(|| {
+            Upstreams::with_idle(
+                self.connect_timeout(shared.connect_timeout),
+                self.idle_timeout(),
+            )
+        })
     }
 }
 
@@ -47,32 +106,75 @@ impl ClusterState {
 pub struct ClusterSet(HashMap<String, Arc<ClusterState>>);
 
 impl ClusterSet {
-    /// Compiles the clusters of `config`. TLS settings equal to those of
-    /// the same cluster in `previous` are kept, pooled connections and all:
-    /// an endpoint change elsewhere must not cost every backend a new
-    /// handshake.
-    pub fn compile(config: &Config, previous: Option<&ClusterSet>) -> Self {
+    /// Compiles the clusters of `config`, keeping state from `previous`
+    /// (see the module docs). Breaker metrics of endpoints gone from every
+    /// cluster are dropped.
+    pub fn compile(
+        config: &Config,
+        previous: Option<&ClusterSet>,
+        breakers: &BreakerMetrics,
+    ) -> Self {
+        let mut live = BTreeSet::new();
         let map = config
             .clusters
             .iter()
             .map(|c| {
-                let kept = previous
-                    .and_then(|p| p.get(&c.name))
-                    .and_then(|s| s.tls.as_ref());
-                let state = ClusterState {
-                    name: c.name.clone(),
-                    protocol: c.protocol,
-                    tls: c.tls.as_ref().map(|tls| ClusterTls::compile(c, tls, kept)),
-                    endpoints: c.endpoints.iter().map(|e| e.address).collect(),
-                    next: AtomicUsize::new(0),
-                };
+                let before = previous.and_then(|p| p.get(&c.name));
+                let state = compile_cluster(c, before.map(Arc::as_ref), breakers, &mut live);
                 (c.name.clone(), Arc::new(state))
             })
             .collect();
+        breakers.retain(&live);
         ClusterSet(map)
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<ClusterState>> {
         self.0.get(name)
+    }
+}
+
+fn compile_cluster(
+    c: &Cluster,
+    before: Option<&ClusterState>,
+    breakers: &BreakerMetrics,
+    live: &mut BTreeSet<(String, String)>,
+) -> ClusterState {
+    let same_policy = before.filter(|b| b.policy == c.policy && b.protocol == c.protocol);
+    let kept_tls = same_policy.and_then(|s| s.tls.as_ref());
+    let breaker = c.policy.as_ref().and_then(|p| p.breaker.as_ref());
+    let endpoints = c
+        .endpoints
+        .iter()
+        .map(|e| {
+            let kept = same_policy
+                .and_then(|b| b.endpoints.iter().find(|k| k.address == e.address))
+                .cloned();
+            if breaker.is_some() {
+                live.insert((c.name.clone(), e.address.to_string()));
+            }
+            kept.unwrap_or_else(|| {
+                let b = breaker.map(|config| {
+                    let counters = breakers.counters(&c.name, &e.address.to_string());
+                    (CircuitBreaker::new(config), counters)
+                });
+                Arc::new(Endpoint::new(e.address, b))
+            })
+        })
+        .collect();
+    let balance = c.policy.as_ref().map_or_else(Balance::default, |p| {
+        Balance::new(p.balancer.clone(), p.persistence.clone())
+    });
+    ClusterState {
+        name: c.name.clone(),
+        protocol: c.protocol,
+        tls: c
+            .tls
+            .as_ref()
+            .map(|tls| ClusterTls::compile(c, tls, kept_tls)),
+        endpoints,
+        balance,
+        policy: c.policy.clone(),
+        own: same_policy.map_or_else(Arc::default, |b| b.own.clone()),
+        next: AtomicUsize::new(0),
     }
 }

@@ -3,12 +3,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::{HOST, LOCATION, UPGRADE};
+use http::header::{HOST, LOCATION, SET_COOKIE, UPGRADE};
 use http::{HeaderValue, Request, Response, StatusCode, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::backend_tls::BackendIdentity;
+use crate::balance::held::HeldBody;
 use crate::handler::{ConnInfo, Shared};
 use crate::http::body::{ClientBody, ProxyBody, plain};
 use crate::http::cors::CorsPolicy;
@@ -213,15 +214,16 @@ pub async fn serve<'r>(
         identity: backend_identity,
         backend_timeout: route.timeouts.backend_request_ms.map(Duration::from_millis),
         upgrade: upgrade.is_some(),
+        client: conn.client.ip(),
     };
-    let upstream_response = match exchange
+    let upstreamed = match exchange
         .run(parts, path_and_query, body, &client_body)
         .await
     {
-        Ok(response) => response,
+        Ok(upstreamed) => upstreamed,
         Err(failed) => return local(failed.status, failed.text),
     };
-    let mut upstream_response = upstream_response;
+    let mut upstream_response = upstreamed.response;
     let switching = upstream_response.status() == StatusCode::SWITCHING_PROTOCOLS;
     let protocol = upstream_response.headers().get(UPGRADE).cloned();
     let upgraded = match (upgrade, protocol) {
@@ -254,6 +256,9 @@ pub async fn serve<'r>(
     for edits in response_edits {
         edits.apply(&mut parts.headers);
     }
+    if let Some(cookie) = upstreamed.set_cookie {
+        parts.headers.append(SET_COOKIE, cookie);
+    }
     for (name, value) in cors_headers {
         // The backend's own Vary stays; CORS adds Origin to it.
         if name == http::header::VARY {
@@ -263,7 +268,10 @@ pub async fn serve<'r>(
         }
     }
     Forwarded {
-        response: Response::from_parts(parts, body.boxed_unsync()),
+        response: Response::from_parts(
+            parts,
+            HeldBody::new(body, upstreamed.attempt).boxed_unsync(),
+        ),
         counters: &backend.counters,
     }
 }

@@ -15,6 +15,9 @@
 )]
 
 mod backend_tls;
+mod balance;
+mod breaker;
+mod breaker_metrics;
 mod cluster;
 mod compile;
 mod forward;

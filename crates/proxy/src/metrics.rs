@@ -118,6 +118,7 @@ pub struct Metrics {
     pub l4: L4Registry,
     pub upgrades: crate::http::upgrade::UpgradeMetrics,
     pub mirrors: crate::mirror::MirrorMetrics,
+    pub breakers: crate::breaker_metrics::BreakerMetrics,
 }
 
 impl Metrics {
@@ -192,6 +193,7 @@ impl Metrics {
         self.l4.render(out);
         self.upgrades.render(out);
         self.mirrors.render(out);
+        self.breakers.render(out);
     }
 }
 

@@ -110,7 +110,7 @@ impl Mirrors {
         let Some(endpoint) = cluster.next_endpoint() else {
             return fail("no healthy mirror upstream");
         };
-        let connect_timeout = self.upstreams.connect_timeout;
+        let connect_timeout = cluster.connect_timeout(self.upstreams.connect_timeout);
         let via = match Via::for_cluster(cluster, request.identity, connect_timeout) {
             Ok(via) => via,
             Err(_) => return fail("mirror backend TLS misconfigured"),
@@ -132,10 +132,14 @@ impl Mirrors {
         let upstreams = self.upstreams.clone();
         let timeout = request.timeout.unwrap_or(DEFAULT_TIMEOUT);
         let (route, upstream) = (request.route.to_string(), cluster.name.clone());
+        let cluster = cluster.clone();
         tokio::spawn(async move {
             let _slot = slot;
             let exchange = async {
-                let response = upstreams.send(via, endpoint, req, false).await?;
+                let response = cluster
+                    .upstreams(&upstreams)
+                    .send(via, endpoint, req, false)
+                    .await?;
                 // Read to the end so the connection can be reused.
                 let _ = response.into_body().collect().await;
                 Ok::<(), crate::upstream::UpstreamError>(())

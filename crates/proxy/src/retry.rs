@@ -25,8 +25,10 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use coxswain_ir::Retry;
+use tokio::time::Instant;
 
 use crate::backend_tls::BackendIdentity;
+use crate::balance::{Attempt, Pick, RequestKey, Tried};
 use crate::cluster::ClusterState;
 use crate::handler::Shared;
 use crate::http::body::{ClientBody, ClientBodyState};
@@ -97,6 +99,17 @@ pub struct Exchange<'a> {
     pub backend_timeout: Option<Duration>,
     /// An upgrade request: never retried (the client's side is taken once).
     pub upgrade: bool,
+    /// The client's address, for source-IP hashing.
+    pub client: std::net::IpAddr,
+}
+
+/// The upstream's response, with the attempt that got it (held until the
+/// response body ends: least_conn counts it in flight until then) and the
+/// session cookie to set, if sticky sessions chose a new endpoint.
+pub struct Upstreamed {
+    pub response: Response<Incoming>,
+    pub attempt: Attempt,
+    pub set_cookie: Option<http::HeaderValue>,
 }
 
 /// Why one attempt failed.
@@ -117,7 +130,7 @@ impl Exchange<'_> {
         path_and_query: String,
         body: ClientBody,
         client_body: &ClientBodyState,
-    ) -> Result<Response<Incoming>, Failed> {
+    ) -> Result<Upstreamed, Failed> {
         let mut first = Some(body);
         let replay = match self.replayable(&mut first).await {
             Ok(replay) => replay,
@@ -130,6 +143,8 @@ impl Exchange<'_> {
             }
         };
         let mut retry = 0;
+        // Endpoints earlier attempts used: a retry goes elsewhere when it can.
+        let mut tried = Tried::default();
         loop {
             let body = match (&replay, first.take()) {
                 (Some(bytes), _) => ClientBody::from_bytes(bytes.clone()),
@@ -137,19 +152,21 @@ impl Exchange<'_> {
                 // Not reached: without a replayable body there is no retry.
                 (None, None) => ClientBody::from_bytes(Bytes::new()),
             };
-            let result = self.attempt(&parts, &path_and_query, body).await;
+            let result = self
+                .attempt(&parts, &path_and_query, body, &mut tried)
+                .await;
             let may_retry = retry < self.policy.retries && replay.is_some() && !self.upgrade;
             let retryable = match &result {
-                Ok(response) => {
+                Ok(up) => {
                     self.policy.configured
-                        && self.policy.codes.contains(&response.status().as_u16())
+                        && self.policy.codes.contains(&up.response.status().as_u16())
                 }
                 Err((AttemptError::Connect, _)) => true,
                 Err((AttemptError::TimedOut | AttemptError::Other, _)) => self.policy.configured,
             };
             if !(may_retry && retryable) {
                 return match result {
-                    Ok(response) => Ok(response),
+                    Ok(up) => Ok(up),
                     // The client broke its body's framing: its fault, not
                     // the backend's; the upstream request was aborted with it.
                     Err(_) if client_body.broken() => {
@@ -202,9 +219,10 @@ impl Exchange<'_> {
         parts: &Parts,
         path_and_query: &str,
         body: ClientBody,
-    ) -> Result<Response<Incoming>, (AttemptError, Failed)> {
+        tried: &mut Tried,
+    ) -> Result<Upstreamed, (AttemptError, Failed)> {
         let other = |f: Failed| Err((AttemptError::Other, f));
-        let upstreams = &self.shared.upstreams;
+        let upstreams = self.cluster.upstreams(&self.shared.upstreams);
         let via = match Via::for_cluster(self.cluster, self.identity, upstreams.connect_timeout) {
             Ok(via) => via,
             Err(e) => {
@@ -219,12 +237,30 @@ impl Exchange<'_> {
             // HTTP/2 has no Upgrade, and an h2c backend may not speak HTTP/1.1.
             return other(failed(StatusCode::BAD_GATEWAY, "upstream cannot upgrade\n"));
         }
-        let Some(endpoint) = self.cluster.next_endpoint() else {
-            return other(failed(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "no healthy upstream\n",
-            ));
+        let key = RequestKey {
+            headers: &parts.headers,
+            path_and_query,
+            client: self.client,
         };
+        let mut chosen = match self.cluster.pick(&key, tried.as_slice(), Instant::now()) {
+            Pick::Chosen(chosen) => chosen,
+            Pick::Empty => {
+                return other(failed(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "no healthy upstream\n",
+                ));
+            }
+            // Fail fast: every endpoint's breaker is open.
+            Pick::AllOpen => {
+                tracing::debug!(route = self.route_label, upstream = %self.cluster.name, "every endpoint's circuit breaker is open");
+                return other(failed(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "upstream circuit open\n",
+                ));
+            }
+        };
+        let endpoint = chosen.attempt.endpoint.address;
+        tried.push(endpoint);
         let mut headers = parts.headers.clone();
         let Some(uri) = upstream_uri(&via, endpoint, &mut headers, path_and_query.to_string())
         else {
@@ -245,6 +281,7 @@ impl Exchange<'_> {
             Some(limit) => match tokio::time::timeout(limit, call).await {
                 Ok(r) => r,
                 Err(_) => {
+                    chosen.attempt.record(false, Instant::now());
                     tracing::warn!(route = self.route_label, upstream = %self.cluster.name, %endpoint, "upstream timed out");
                     return Err((
                         AttemptError::TimedOut,
@@ -254,7 +291,20 @@ impl Exchange<'_> {
             },
             None => call.await,
         };
-        result.map_err(|e| {
+        let now = Instant::now();
+        match &result {
+            Ok(response) => chosen
+                .attempt
+                .record(!response.status().is_server_error(), now),
+            Err(_) => chosen.attempt.record(false, now),
+        }
+        let set_cookie = chosen.set_cookie;
+        let attempt = chosen.attempt;
+        result.map(|response| Upstreamed {
+            response,
+            attempt,
+            set_cookie,
+        }).map_err(|e| {
             if e.is_connect {
                 self.shared.metrics.connect_errors.fetch_add(1, Ordering::Relaxed);
             }

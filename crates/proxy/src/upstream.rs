@@ -132,6 +132,14 @@ pub fn upstream_uri(
         .ok()
 }
 
+impl fmt::Debug for Upstreams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upstreams")
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 pub struct Upstreams {
     http1: Client<HttpConnector, ClientBody>,
     h2c: H2cPool,
@@ -140,11 +148,17 @@ pub struct Upstreams {
 
 impl Upstreams {
     pub fn new(connect_timeout: Duration) -> Self {
+        Upstreams::with_idle(connect_timeout, crate::cluster::DEFAULT_IDLE)
+    }
+
+    /// Clients that give up connecting after `connect_timeout` and close
+    /// pooled HTTP/1.1 connections idle for `idle`.
+    pub fn with_idle(connect_timeout: Duration, idle: Duration) -> Self {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(connect_timeout));
         let http1 = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_idle_timeout(idle)
             // The proxy sets Host itself; never invent one from the endpoint.
             .set_host(false)
             .build(connector);

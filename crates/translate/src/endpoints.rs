@@ -52,6 +52,7 @@ impl<'a> SliceIndex<'a> {
             protocol: spec.protocol,
             endpoints,
             tls: None,
+            policy: None,
         }
     }
 }

@@ -12,6 +12,7 @@ use coxswain_ir::{
 
 use crate::endpoints::SliceIndex;
 use crate::gateway::{GatewayModel, ListenerOwner, Protocol, TlsMode};
+use crate::policy::backend_policy::BackendPolicyIndex;
 use crate::policy::backend_tls::BackendTlsIndex;
 use crate::route::{ClusterSpec, IrRoute, ListenerRoutes};
 
@@ -19,7 +20,11 @@ pub fn build_config(
     snapshot: &Snapshot,
     gateways: &BTreeMap<ObjectKey, GatewayModel>,
     mut routes: ListenerRoutes,
-    (cluster_specs, backend_tls): (&BTreeMap<String, ClusterSpec>, &BackendTlsIndex<'_>),
+    (cluster_specs, backend_tls, backend_policies): (
+        &BTreeMap<String, ClusterSpec>,
+        &BackendTlsIndex<'_>,
+        &BackendPolicyIndex<'_>,
+    ),
     memo: &mut Option<ClusterMemo>,
 ) -> Config {
     let mut sockets: BTreeMap<(Transport, IpAddr, u16), Vec<Listener>> = BTreeMap::new();
@@ -95,7 +100,12 @@ pub fn build_config(
 
     // Specs come only from rules attached to served listeners, so every one
     // of them is referenced by the IR; the map is already sorted by name.
-    let clusters = clusters(snapshot, cluster_specs, backend_tls, memo);
+    let clusters = clusters(
+        snapshot,
+        cluster_specs,
+        (backend_tls, backend_policies),
+        memo,
+    );
 
     Config {
         ir_version: IR_VERSION,
@@ -129,12 +139,13 @@ pub struct ClusterMemo {
     clusters: Vec<Cluster>,
 }
 
-/// What a cluster is built from besides its spec: endpoints, TLS policies
-/// and the ConfigMaps and Secrets holding their CAs.
+/// What a cluster is built from besides its spec: endpoints, TLS and
+/// backend policies, and the ConfigMaps and Secrets holding CAs.
 fn cluster_inputs(snapshot: &Snapshot) -> Snapshot {
     Snapshot {
         endpoint_slices: snapshot.endpoint_slices.clone(),
         backend_tls_policies: snapshot.backend_tls_policies.clone(),
+        backend_policies: snapshot.backend_policies.clone(),
         config_maps: snapshot.config_maps.clone(),
         secrets: snapshot.secrets.clone(),
         ..Snapshot::default()
@@ -146,7 +157,7 @@ fn cluster_inputs(snapshot: &Snapshot) -> Snapshot {
 fn clusters(
     snapshot: &Snapshot,
     specs: &BTreeMap<String, ClusterSpec>,
-    backend_tls: &BackendTlsIndex<'_>,
+    (backend_tls, backend_policies): (&BackendTlsIndex<'_>, &BackendPolicyIndex<'_>),
     memo: &mut Option<ClusterMemo>,
 ) -> Vec<Cluster> {
     if let Some(m) = memo.as_ref()
@@ -155,6 +166,7 @@ fn clusters(
             &m.inputs.backend_tls_policies,
             &snapshot.backend_tls_policies,
         )
+        && same_objects(&m.inputs.backend_policies, &snapshot.backend_policies)
         && same_objects(&m.inputs.config_maps, &snapshot.config_maps)
         && same_objects(&m.inputs.secrets, &snapshot.secrets)
         && m.specs == *specs
@@ -173,6 +185,7 @@ fn clusters(
                     ),
                 })
             }),
+            policy: backend_policies.cluster_policy(spec),
             ..slices.cluster(spec)
         })
         .collect();

@@ -91,11 +91,12 @@ fn translate_memoised(
     let mut gateways = gateway::build_gateways(snapshot, &classes, options, assigned);
     let attachments = route::attach_routes(snapshot, &mut gateways, options, &mut memo.routes);
     let backend_tls = policy::backend_tls::BackendTlsIndex::new(snapshot);
+    let backend_policies = policy::backend_policy::BackendPolicyIndex::new(snapshot);
     let ir = ir_build::build_config(
         snapshot,
         &gateways,
         attachments.routes,
-        (&attachments.clusters, &backend_tls),
+        (&attachments.clusters, &backend_tls, &backend_policies),
         &mut memo.clusters,
     );
     let statuses = Statuses {
@@ -106,6 +107,7 @@ fn translate_memoised(
             .collect(),
         routes: attachments.statuses,
         backend_tls_policies: backend_tls.statuses(&attachments.gateways_by_service, options),
+        backend_policies: backend_policies.statuses(&attachments.clusters, options),
         listener_sets: gateways
             .values()
             .flat_map(|gw| {

@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use coxswain_api::crds::CoxswainBackendPolicyStatus;
 use coxswain_api::gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicyStatus;
 use coxswain_api::gateway_api::apis::standard::listenersets::ListenerSetStatus;
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
@@ -28,6 +29,7 @@ pub struct Statuses {
     pub routes: BTreeMap<RouteKey, Arc<RouteStatus>>,
     pub backend_tls_policies: BTreeMap<ObjectKey, BackendTlsPolicyStatus>,
     pub listener_sets: BTreeMap<ObjectKey, ListenerSetStatus>,
+    pub backend_policies: BTreeMap<ObjectKey, CoxswainBackendPolicyStatus>,
 }
 
 /// The API kind of a route kind.
@@ -63,6 +65,7 @@ impl Statuses {
             Kind::Gateway => serde_json::to_value(self.gateways.get(key)?),
             Kind::BackendTlsPolicy => serde_json::to_value(self.backend_tls_policies.get(key)?),
             Kind::ListenerSet => serde_json::to_value(self.listener_sets.get(key)?),
+            Kind::CoxswainBackendPolicy => serde_json::to_value(self.backend_policies.get(key)?),
             _ => {
                 let route = (route_kind(kind)?, key.clone());
                 serde_json::to_value(self.routes.get(&route)?.as_ref())
@@ -118,6 +121,15 @@ impl Output {
                 .flatten()
                 .all(|l| ok(&l.conditions, &["Accepted", "Programmed", "ResolvedRefs"]))
         });
-        classes && gateways && routes && policies && sets
+        let backend_policies = self.statuses.backend_policies.values().all(|s| {
+            s.ancestors.iter().all(|a| {
+                ok(&a.conditions, &["Accepted"])
+                    && !a
+                        .conditions
+                        .iter()
+                        .any(|c| c.type_ == "PartiallyInvalid" && c.status == "True")
+            })
+        });
+        classes && gateways && routes && policies && sets && backend_policies
     }
 }

@@ -214,6 +214,7 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "tcproute",
                 "udproute",
                 "backendtlspolicy",
+                "backendpolicy",
                 "listenerset",
                 "endpoints",
                 "referencegrant"

@@ -3,6 +3,7 @@
 //! about a condition really changed, and with other controllers' route
 //! parents left alone. Also the "would this write change anything?" test.
 
+use coxswain_api::crds::{CoxswainBackendPolicyStatus, PolicyAncestorRef, PolicyAncestorStatus};
 use coxswain_api::gateway_api::apis::standard::backendtlspolicies::{
     BackendTlsPolicyStatus, BackendTlsPolicyStatusAncestors,
     BackendTlsPolicyStatusAncestorsAncestorRef,
@@ -153,6 +154,7 @@ macro_rules! shared_entries {
 shared_entries! {
     HttpRouteStatusParents => parent_ref: HttpRouteStatusParentsParentRef;
     BackendTlsPolicyStatusAncestors => ancestor_ref: BackendTlsPolicyStatusAncestorsAncestorRef;
+    PolicyAncestorStatus => ancestor_ref: PolicyAncestorRef;
 }
 
 /// Other controllers' live entries stay as they are, in place; ours are
@@ -197,9 +199,30 @@ pub fn merge_backend_tls_policy(
     controller_name: &str,
 ) -> BackendTlsPolicyStatus {
     let live = live.map(|l| l.ancestors.as_slice()).unwrap_or_default();
-    let mut ancestors = merge_shared(live, desired.ancestors, controller_name);
+    BackendTlsPolicyStatus {
+        ancestors: merge_ancestors(live, desired.ancestors, controller_name),
+    }
+}
+
+/// A policy's ancestors: ours merged into the live list, cut to the API's
+/// limit with other controllers' entries first.
+fn merge_ancestors<E: SharedEntry>(live: &[E], desired: Vec<E>, controller_name: &str) -> Vec<E> {
+    let mut ancestors = merge_shared(live, desired, controller_name);
     ancestors.truncate(MAX_ANCESTORS);
-    BackendTlsPolicyStatus { ancestors }
+    ancestors
+}
+
+/// CoxswainBackendPolicy status: keyed by the targeted Service, like
+/// BackendTLSPolicy's by Gateway.
+pub fn merge_backend_policy(
+    live: Option<&CoxswainBackendPolicyStatus>,
+    desired: CoxswainBackendPolicyStatus,
+    controller_name: &str,
+) -> CoxswainBackendPolicyStatus {
+    let live = live.map(|l| l.ancestors.as_slice()).unwrap_or_default();
+    CoxswainBackendPolicyStatus {
+        ancestors: merge_ancestors(live, desired.ancestors, controller_name),
+    }
 }
 
 /// Equal once every `lastTransitionTime` is ignored?

@@ -53,7 +53,7 @@ impl Clients {
         server_name: &ServerName<'static>,
         identity: Option<&Arc<BackendIdentity>>,
         h2_only: bool,
-        connect_timeout: Duration,
+        (connect_timeout, idle): (Duration, Duration),
     ) -> Result<Clients, String> {
         let provider: Arc<CryptoProvider> = Arc::new(ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider)
@@ -86,7 +86,7 @@ impl Clients {
             connect_timeout,
         );
         let http1 = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_idle_timeout(idle)
             .set_host(false)
             .build(connector);
         Ok(Clients {

@@ -44,15 +44,22 @@ impl ClusterTls {
     /// connections) when the settings did not change.
     pub fn compile(cluster: &Cluster, tls: &UpstreamTls, previous: Option<&ClusterTls>) -> Self {
         let h2_only = cluster.protocol == UpstreamProtocol::H2c;
+        let idle = cluster
+            .policy
+            .as_ref()
+            .and_then(|p| p.idle_timeout_ms)
+            .map_or(crate::cluster::DEFAULT_IDLE, Duration::from_millis);
         match tls {
             UpstreamTls::Invalid { reason } => ClusterTls::Invalid(reason.clone()),
             UpstreamTls::Verify(settings) => match previous {
                 Some(ClusterTls::Verify(kept))
-                    if kept.settings == *settings && kept.h2_only == h2_only =>
+                    if kept.settings == *settings
+                        && kept.h2_only == h2_only
+                        && kept.idle == idle =>
                 {
                     ClusterTls::Verify(kept.clone())
                 }
-                _ => match TlsUpstream::new(settings, h2_only) {
+                _ => match TlsUpstream::new(settings, h2_only, idle) {
                     Ok(upstream) => ClusterTls::Verify(Arc::new(upstream)),
                     Err(reason) => {
                         tracing::warn!(policy = %settings.policy, %reason, "backend TLS unusable");
@@ -75,6 +82,8 @@ pub struct TlsUpstream {
     /// `appProtocol: kubernetes.io/h2c` asked for HTTP/2: only `h2` is
     /// offered.
     h2_only: bool,
+    /// How long idle pooled HTTP/1.1 connections are kept.
+    idle: Duration,
     verifier: Arc<BackendVerifier>,
     server_name: ServerName<'static>,
     protocol: AtomicU8,
@@ -92,7 +101,7 @@ impl std::fmt::Debug for TlsUpstream {
 }
 
 impl TlsUpstream {
-    fn new(settings: &BackendTls, h2_only: bool) -> Result<TlsUpstream, String> {
+    fn new(settings: &BackendTls, h2_only: bool, idle: Duration) -> Result<TlsUpstream, String> {
         let verifier = BackendVerifier::new(
             trust::roots(&settings.trust)?,
             &settings.sni,
@@ -104,6 +113,7 @@ impl TlsUpstream {
         Ok(TlsUpstream {
             settings: settings.clone(),
             h2_only,
+            idle,
             verifier: Arc::new(verifier),
             server_name,
             protocol: AtomicU8::new(UNKNOWN),
@@ -127,7 +137,7 @@ impl TlsUpstream {
             &self.server_name,
             identity,
             self.h2_only,
-            connect_timeout,
+            (connect_timeout, self.idle),
         )?);
         all.retain(|c| c.is_live());
         all.push(made.clone());

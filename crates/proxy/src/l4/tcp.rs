@@ -6,13 +6,16 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use http::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 
 use super::metrics::L4RouteMetrics;
 use super::splice::{Counters, SpliceEnd, splice};
 use super::{BackendTlsUse, L4Entry, L4Table};
 use crate::backend_tls::ClusterTls;
+use crate::balance::{Attempt, Pick, RequestKey, Tried};
 use crate::cluster::ClusterState;
 
 /// Timeouts of L4 connections.
@@ -59,7 +62,9 @@ pub async fn proxy_connection<C>(
         }
         _ => None,
     };
-    let Some(backend) = connect(route, cluster, timeouts.connect).await else {
+    let connect_timeout = cluster.connect_timeout(timeouts.connect);
+    // Held for the connection's life: least_conn counts open connections.
+    let Some((backend, _attempt)) = connect(route, cluster, peer, connect_timeout).await else {
         return refuse("no backend endpoint accepted the connection");
     };
     let counters = Counters {
@@ -70,7 +75,7 @@ pub async fn proxy_connection<C>(
         None => splice(client, backend, timeouts.idle, counters).await,
         Some((connector, name)) => {
             let handshake = connector.connect(name, backend);
-            match tokio::time::timeout(timeouts.connect, handshake).await {
+            match tokio::time::timeout(connect_timeout, handshake).await {
                 Ok(Ok(stream)) => splice(client, stream, timeouts.idle, counters).await,
                 Ok(Err(e)) => {
                     L4RouteMetrics::add(&route.metrics.connect_errors, 1);
@@ -88,18 +93,36 @@ pub async fn proxy_connection<C>(
     }
 }
 
-/// A TCP connection to one of `cluster`'s endpoints, trying the next when
-/// one refuses or times out.
-async fn connect(route: &L4Entry, cluster: &ClusterState, timeout: Duration) -> Option<TcpStream> {
-    for endpoint in cluster
-        .endpoints_from_next()
-        .into_iter()
-        .take(MAX_CONNECT_ATTEMPTS)
-    {
-        match tokio::time::timeout(timeout, TcpStream::connect(endpoint)).await {
+/// A TCP connection to one of `cluster`'s endpoints, as its balancer
+/// chooses (a CoxswainBackendPolicy's algorithm keys on the client's IP
+/// here: there are no headers), trying another when one refuses or times
+/// out; a breaker that is open takes its endpoint out.
+async fn connect(
+    route: &L4Entry,
+    cluster: &ClusterState,
+    peer: SocketAddr,
+    timeout: Duration,
+) -> Option<(TcpStream, Attempt)> {
+    let headers = HeaderMap::new();
+    let key = RequestKey {
+        headers: &headers,
+        path_and_query: "",
+        client: peer.ip(),
+    };
+    let mut tried = Tried::default();
+    for _ in 0..MAX_CONNECT_ATTEMPTS {
+        let Pick::Chosen(chosen) = cluster.pick(&key, tried.as_slice(), Instant::now()) else {
+            return None;
+        };
+        let mut attempt = chosen.attempt;
+        let endpoint = attempt.endpoint.address;
+        tried.push(endpoint);
+        let connected = tokio::time::timeout(timeout, TcpStream::connect(endpoint)).await;
+        attempt.record(matches!(connected, Ok(Ok(_))), Instant::now());
+        match connected {
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
-                return Some(stream);
+                return Some((stream, attempt));
             }
             Ok(Err(e)) => {
                 tracing::debug!(route = %route.label, %endpoint, error = %e, "backend connect failed");

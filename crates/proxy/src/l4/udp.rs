@@ -140,7 +140,7 @@ async fn open_session(
     let Some(route) = table.pick(None) else {
         return Ok(None);
     };
-    let Some(endpoint) = route.choose().and_then(|c| c.next_endpoint()) else {
+    let Some(endpoint) = route.choose().and_then(|c| session_endpoint(c, client)) else {
         L4RouteMetrics::add(&route.metrics.refused, 1);
         return Ok(None);
     };
@@ -195,5 +195,27 @@ async fn relay_replies(
             last.store(millis_since(start), Ordering::Relaxed);
             L4RouteMetrics::add(&metrics.bytes_out, n as u64);
         }
+    }
+}
+
+/// The endpoint for a new session, as the cluster's balancer chooses it
+/// (keyed on the client's IP; a session is never retried, so it is
+/// recorded as a success at once).
+fn session_endpoint(
+    cluster: &crate::cluster::ClusterState,
+    client: SocketAddr,
+) -> Option<SocketAddr> {
+    let headers = http::HeaderMap::new();
+    let key = crate::balance::RequestKey {
+        headers: &headers,
+        path_and_query: "",
+        client: client.ip(),
+    };
+    match cluster.pick(&key, &[], tokio::time::Instant::now()) {
+        crate::balance::Pick::Chosen(mut chosen) => {
+            chosen.attempt.record(true, tokio::time::Instant::now());
+            Some(chosen.attempt.endpoint.address)
+        }
+        crate::balance::Pick::Empty | crate::balance::Pick::AllOpen => None,
     }
 }

@@ -186,7 +186,7 @@ impl Router {
         metrics: &Metrics,
         cache: &mut RouteCache,
     ) -> Router {
-        let mut reuse = cache.begin(config);
+        let mut reuse = cache.begin(config, metrics);
         let mut router = Router::default();
         for ir_socket in config
             .sockets

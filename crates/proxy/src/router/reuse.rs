@@ -67,7 +67,7 @@ pub struct Reuse<'c> {
 impl RouteCache {
     /// Starts a compile of `config`. When its clusters differ from the
     /// cached routes' clusters, nothing is reused.
-    pub fn begin(&mut self, config: &Config) -> Reuse<'_> {
+    pub fn begin(&mut self, config: &Config, metrics: &Metrics) -> Reuse<'_> {
         self.identities
             .retain(|(_, identity)| Arc::strong_count(identity) > 1);
         let same_clusters = self.cluster_set.is_some() && self.clusters == config.clusters;
@@ -81,7 +81,11 @@ impl RouteCache {
             _ => {
                 self.routes.clear();
                 self.clusters = config.clusters.clone();
-                let set = Arc::new(ClusterSet::compile(config, self.cluster_set.as_deref()));
+                let set = Arc::new(ClusterSet::compile(
+                    config,
+                    self.cluster_set.as_deref(),
+                    &metrics.breakers,
+                ));
                 self.cluster_set = Some(set.clone());
                 (ByAddress::default(), set)
             }
@@ -171,7 +175,10 @@ mod tests {
 
     fn compile(cache: &mut RouteCache, config: &Config, route: &Arc<Route>) -> Arc<CompiledRoute> {
         let metrics = Metrics::default();
-        cache.begin(config).compiled(route, &metrics).unwrap()
+        cache
+            .begin(config, &metrics)
+            .compiled(route, &metrics)
+            .unwrap()
     }
 
     #[test]
@@ -196,6 +203,7 @@ mod tests {
             protocol: coxswain_ir::UpstreamProtocol::Http1,
             endpoints: vec![],
             tls: None,
+            policy: None,
         });
         assert!(!Arc::ptr_eq(
             &again,

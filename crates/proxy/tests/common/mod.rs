@@ -144,6 +144,7 @@ pub fn cluster(name: &str, endpoints: &[SocketAddr]) -> Cluster {
             .map(|&address| Endpoint { address })
             .collect(),
         tls: None,
+        policy: None,
     }
 }
 

@@ -57,15 +57,7 @@ pub struct BackendTlsIndex<'a> {
 impl<'a> BackendTlsIndex<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Self {
         let mut policies = BTreeMap::new();
-        let mut by_age: Vec<(&ObjectKey, &'a BackendTlsPolicy)> = snapshot
-            .backend_tls_policies
-            .iter()
-            .map(|(k, p)| (k, p.as_ref()))
-            .collect();
-        by_age.sort_by(|a, b| {
-            (a.1.metadata.creation_timestamp.as_ref(), a.0)
-                .cmp(&(b.1.metadata.creation_timestamp.as_ref(), b.0))
-        });
+        let by_age = super::oldest_first(&snapshot.backend_tls_policies);
         let mut winners = BTreeMap::new();
         let mut conflicted = BTreeMap::new();
         for (key, policy) in by_age {

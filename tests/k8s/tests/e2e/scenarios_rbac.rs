@@ -28,6 +28,7 @@ use crate::setup::{Env, RELEASE_NAMESPACE};
 const PROBE_NS: &str = "e2e-rbac";
 const GW: &str = "gateway.networking.k8s.io";
 const CORE: &str = "";
+const COXSWAIN: &str = "gateway.coxswain-labs.dev";
 
 /// One access question, as `kubectl auth can-i` would ask it.
 #[derive(Clone, Debug)]
@@ -154,6 +155,7 @@ const WATCHED: &[(&str, &str)] = &[
     (GW, "udproutes"),
     (GW, "backendtlspolicies"),
     (GW, "referencegrants"),
+    (COXSWAIN, "coxswainbackendpolicies"),
     (CORE, "services"),
     ("discovery.k8s.io", "endpointslices"),
     (CORE, "namespaces"),
@@ -186,6 +188,7 @@ fn needed() -> Vec<Access> {
     for &resource in WITH_STATUS {
         all.push(Access::new("update", GW, resource).sub("status"));
     }
+    all.push(Access::new("update", COXSWAIN, "coxswainbackendpolicies").sub("status"));
     // Per-Gateway ServiceAccount (every mode) and Service (LoadBalancer
     // mode, the chart's default): server-side apply, a patch that is also
     // authorised as create when it creates the object.

@@ -209,6 +209,7 @@ fn install(repo: &std::path::Path, admin: &Kubectl) -> anyhow::Result<()> {
         "--for=condition=Established",
         "--timeout=60s",
         "crd/coxswaingatewayparameters.gateway.coxswain-labs.dev",
+        "crd/coxswainbackendpolicies.gateway.coxswain-labs.dev",
     ])?;
     admin.run(&[
         "-n",
