@@ -235,6 +235,10 @@ kinds! {
         field: backend_policies, kind: "CoxswainBackendPolicy", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: false,
     }
+    XBackendTrafficPolicy: crate::XBackendTrafficPolicy {
+        field: backend_traffic_policies, kind: "XBackendTrafficPolicy", group: "gateway.networking.x-k8s.io",
+        versions: ["v1alpha1"], cluster_scoped: false, route_input: false,
+    }
     ReferenceGrant: crate::ReferenceGrant {
         field: reference_grants, kind: "ReferenceGrant", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1beta1"], cluster_scoped: false, route_input: true,

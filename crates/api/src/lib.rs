@@ -46,6 +46,7 @@ pub use gw::referencegrants::ReferenceGrant;
 pub use gw::tcproutes::TcpRoute;
 pub use gw::tlsroutes::TlsRoute;
 pub use gw::udproutes::UdpRoute;
+pub use gw::xbackendtrafficpolicies::XBackendTrafficPolicy;
 pub use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 pub use k8s_openapi::api::discovery::v1::EndpointSlice;
 

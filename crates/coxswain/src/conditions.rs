@@ -181,6 +181,12 @@ pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> 
             check("BackendTLSPolicy", key, &scope, &ancestor.conditions);
         }
     }
+    for (key, status) in &statuses.backend_traffic_policies {
+        for ancestor in &status.ancestors {
+            let scope = || format!("ancestor {}", ancestor.ancestor_ref.name);
+            check("XBackendTrafficPolicy", key, &scope, &ancestor.conditions);
+        }
+    }
     for (key, status) in &statuses.backend_policies {
         for ancestor in &status.ancestors {
             let scope = || format!("Service {}", ancestor.ancestor_ref.name);
@@ -215,6 +221,12 @@ pub fn all_statuses(statuses: &Statuses) -> Vec<(Kind, ObjectKey, Value)> {
                 .backend_policies
                 .keys()
                 .map(|k| (Kind::CoxswainBackendPolicy, k)),
+        )
+        .chain(
+            statuses
+                .backend_traffic_policies
+                .keys()
+                .map(|k| (Kind::XBackendTrafficPolicy, k)),
         );
     keys.filter_map(|(kind, key)| {
         let status = statuses.status_json(kind, key)?;

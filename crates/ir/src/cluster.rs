@@ -18,6 +18,10 @@ pub struct Cluster {
     /// A CoxswainBackendPolicy's settings; `None` keeps the defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<BackendPolicy>,
+    /// An XBackendTrafficPolicy's retry budget; `None`: retries unbounded
+    /// but by each route's own limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_budget: Option<RetryBudget>,
 }
 
 /// How the gateway speaks TLS to a cluster's endpoints.
@@ -68,4 +72,17 @@ pub enum UpstreamProtocol {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Endpoint {
     pub address: SocketAddr,
+}
+
+/// A retry budget (XBackendTrafficPolicy `retryConstraint`): retries may be
+/// at most `percent` of the cluster's requests over `interval_ms`, but
+/// `min_count` per `min_interval_ms` are always allowed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryBudget {
+    /// `namespace/name` of the policy (for logs).
+    pub policy: String,
+    pub percent: u8,
+    pub interval_ms: u64,
+    pub min_count: u32,
+    pub min_interval_ms: u64,
 }

@@ -33,7 +33,8 @@ mod tls;
 pub use backend_policy::{BackendPolicy, Balancer, Breaker, HashKey, Persistence};
 pub use cidr::{CidrError, IpCidr};
 pub use cluster::{
-    BackendTls, BackendTrust, Cluster, Endpoint, SubjectAltName, UpstreamProtocol, UpstreamTls,
+    BackendTls, BackendTrust, Cluster, Endpoint, RetryBudget, SubjectAltName, UpstreamProtocol,
+    UpstreamTls,
 };
 pub use feedback::UnboundSocket;
 pub use filter::{Cors, Filter, Header, HeaderModifier, Mirror, PathModifier, Redirect, Rewrite};

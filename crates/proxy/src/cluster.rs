@@ -20,6 +20,7 @@ use crate::backend_tls::ClusterTls;
 use crate::balance::{Balance, Endpoint, Pick, RequestKey};
 use crate::breaker::CircuitBreaker;
 use crate::breaker_metrics::BreakerMetrics;
+use crate::retry_budget::RetryBudget;
 use crate::upstream::Upstreams;
 
 /// How long an idle pooled HTTP/1.1 connection is kept without a policy.
@@ -40,6 +41,9 @@ pub struct ClusterState {
     own: Arc<OnceLock<Upstreams>>,
     /// For the L4 and mirror paths, which take endpoints in plain order.
     next: AtomicUsize,
+    /// The XBackendTrafficPolicy retry budget, counted across reloads that
+    /// keep it.
+    retry_budget: Option<Arc<RetryBudget>>,
 }
 
 impl ClusterState {
@@ -65,6 +69,10 @@ impl ClusterState {
         let start = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
         let (before, after) = self.endpoints.split_at(start);
         after.iter().chain(before).map(|e| e.address).collect()
+    }
+
+    pub fn retry_budget(&self) -> Option<&RetryBudget> {
+        self.retry_budget.as_deref()
     }
 
     /// The connect timeout: the policy's, else `default`.
@@ -176,5 +184,11 @@ fn compile_cluster(
         policy: c.policy.clone(),
         own: same_policy.map_or_else(Arc::default, |b| b.own.clone()),
         next: AtomicUsize::new(0),
+        retry_budget: c.retry_budget.as_ref().map(|config| {
+            before
+                .and_then(|b| b.retry_budget.clone())
+                .filter(|kept| kept.config == *config)
+                .unwrap_or_else(|| Arc::new(RetryBudget::new(config, Instant::now())))
+        }),
     }
 }

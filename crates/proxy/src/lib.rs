@@ -31,6 +31,7 @@ mod mirror;
 mod overload;
 mod rejections;
 mod retry;
+mod retry_budget;
 mod route;
 pub mod router;
 mod upstream;

@@ -113,6 +113,8 @@ pub struct Metrics {
     /// Upstream attempts made again (a route's retry policy, or a refused
     /// connection).
     pub retries: AtomicU64,
+    /// Retries a retry budget refused (answered 503).
+    pub retry_budget_exhausted: AtomicU64,
     pub config_applies: AtomicU64,
     pub rejections: Rejections,
     pub l4: L4Registry,
@@ -175,6 +177,11 @@ impl Metrics {
                 "coxswain_proxy_upstream_retries_total",
                 "Upstream attempts made again (retry policy, or a refused connection).",
                 &self.retries,
+            ),
+            (
+                "coxswain_proxy_upstream_retry_budget_exhausted_total",
+                "Retries refused because the backend's retry budget was spent (answered 503).",
+                &self.retry_budget_exhausted,
             ),
             (
                 "coxswain_proxy_config_applies_total",

@@ -142,6 +142,9 @@ impl Exchange<'_> {
                 return Err(failed(StatusCode::BAD_REQUEST, "malformed request body\n"));
             }
         };
+        if let Some(budget) = self.cluster.retry_budget() {
+            budget.first_attempt(Instant::now());
+        }
         let mut retry = 0;
         // Endpoints earlier attempts used: a retry goes elsewhere when it can.
         let mut tried = Tried::default();
@@ -178,6 +181,21 @@ impl Exchange<'_> {
                     }
                     Err((_, failure)) => Err(failure),
                 };
+            }
+            // Past the backend's retry budget a retry is answered 503, as
+            // the spec requires, instead of the failed attempt's answer.
+            if let Some(budget) = self.cluster.retry_budget()
+                && !budget.try_retry(Instant::now())
+            {
+                let metrics = &self.shared.metrics;
+                metrics
+                    .retry_budget_exhausted
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(route = self.route_label, upstream = %self.cluster.name, policy = %budget.config.policy, "retry budget exhausted");
+                return Err(failed(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "retry budget exhausted\n",
+                ));
             }
             retry += 1;
             self.shared.metrics.retries.fetch_add(1, Ordering::Relaxed);

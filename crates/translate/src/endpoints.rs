@@ -53,6 +53,7 @@ impl<'a> SliceIndex<'a> {
             endpoints,
             tls: None,
             policy: None,
+            retry_budget: None,
         }
     }
 }

@@ -14,16 +14,18 @@ use crate::endpoints::SliceIndex;
 use crate::gateway::{GatewayModel, ListenerOwner, Protocol, TlsMode};
 use crate::policy::backend_policy::BackendPolicyIndex;
 use crate::policy::backend_tls::BackendTlsIndex;
+use crate::policy::backend_traffic::BackendTrafficIndex;
 use crate::route::{ClusterSpec, IrRoute, ListenerRoutes};
 
 pub fn build_config(
     snapshot: &Snapshot,
     gateways: &BTreeMap<ObjectKey, GatewayModel>,
     mut routes: ListenerRoutes,
-    (cluster_specs, backend_tls, backend_policies): (
+    (cluster_specs, backend_tls, backend_policies, backend_traffic): (
         &BTreeMap<String, ClusterSpec>,
         &BackendTlsIndex<'_>,
         &BackendPolicyIndex<'_>,
+        &BackendTrafficIndex<'_>,
     ),
     memo: &mut Option<ClusterMemo>,
 ) -> Config {
@@ -103,7 +105,7 @@ pub fn build_config(
     let clusters = clusters(
         snapshot,
         cluster_specs,
-        (backend_tls, backend_policies),
+        (backend_tls, backend_policies, backend_traffic),
         memo,
     );
 
@@ -146,6 +148,7 @@ fn cluster_inputs(snapshot: &Snapshot) -> Snapshot {
         endpoint_slices: snapshot.endpoint_slices.clone(),
         backend_tls_policies: snapshot.backend_tls_policies.clone(),
         backend_policies: snapshot.backend_policies.clone(),
+        backend_traffic_policies: snapshot.backend_traffic_policies.clone(),
         config_maps: snapshot.config_maps.clone(),
         secrets: snapshot.secrets.clone(),
         ..Snapshot::default()
@@ -157,7 +160,11 @@ fn cluster_inputs(snapshot: &Snapshot) -> Snapshot {
 fn clusters(
     snapshot: &Snapshot,
     specs: &BTreeMap<String, ClusterSpec>,
-    (backend_tls, backend_policies): (&BackendTlsIndex<'_>, &BackendPolicyIndex<'_>),
+    (backend_tls, backend_policies, backend_traffic): (
+        &BackendTlsIndex<'_>,
+        &BackendPolicyIndex<'_>,
+        &BackendTrafficIndex<'_>,
+    ),
     memo: &mut Option<ClusterMemo>,
 ) -> Vec<Cluster> {
     if let Some(m) = memo.as_ref()
@@ -167,6 +174,10 @@ fn clusters(
             &snapshot.backend_tls_policies,
         )
         && same_objects(&m.inputs.backend_policies, &snapshot.backend_policies)
+        && same_objects(
+            &m.inputs.backend_traffic_policies,
+            &snapshot.backend_traffic_policies,
+        )
         && same_objects(&m.inputs.config_maps, &snapshot.config_maps)
         && same_objects(&m.inputs.secrets, &snapshot.secrets)
         && m.specs == *specs
@@ -186,6 +197,7 @@ fn clusters(
                 })
             }),
             policy: backend_policies.cluster_policy(spec),
+            retry_budget: backend_traffic.cluster_budget(spec),
             ..slices.cluster(spec)
         })
         .collect();

@@ -92,11 +92,17 @@ fn translate_memoised(
     let attachments = route::attach_routes(snapshot, &mut gateways, options, &mut memo.routes);
     let backend_tls = policy::backend_tls::BackendTlsIndex::new(snapshot);
     let backend_policies = policy::backend_policy::BackendPolicyIndex::new(snapshot);
+    let backend_traffic = policy::backend_traffic::BackendTrafficIndex::new(snapshot);
     let ir = ir_build::build_config(
         snapshot,
         &gateways,
         attachments.routes,
-        (&attachments.clusters, &backend_tls, &backend_policies),
+        (
+            &attachments.clusters,
+            &backend_tls,
+            &backend_policies,
+            &backend_traffic,
+        ),
         &mut memo.clusters,
     );
     let statuses = Statuses {
@@ -108,6 +114,8 @@ fn translate_memoised(
         routes: attachments.statuses,
         backend_tls_policies: backend_tls.statuses(&attachments.gateways_by_service, options),
         backend_policies: backend_policies.statuses(&attachments.clusters, options),
+        backend_traffic_policies: backend_traffic
+            .statuses(&attachments.gateways_by_service, options),
         listener_sets: gateways
             .values()
             .flat_map(|gw| {

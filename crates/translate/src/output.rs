@@ -6,6 +6,7 @@ use coxswain_api::gateway_api::apis::standard::backendtlspolicies::BackendTlsPol
 use coxswain_api::gateway_api::apis::standard::listenersets::ListenerSetStatus;
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
 use coxswain_api::gw::gateways::GatewayStatus;
+use coxswain_api::gw::xbackendtrafficpolicies::XBackendTrafficPolicyStatus;
 use coxswain_ir::RouteKind;
 
 use crate::route::{RouteKey, RouteStatus};
@@ -30,6 +31,7 @@ pub struct Statuses {
     pub backend_tls_policies: BTreeMap<ObjectKey, BackendTlsPolicyStatus>,
     pub listener_sets: BTreeMap<ObjectKey, ListenerSetStatus>,
     pub backend_policies: BTreeMap<ObjectKey, CoxswainBackendPolicyStatus>,
+    pub backend_traffic_policies: BTreeMap<ObjectKey, XBackendTrafficPolicyStatus>,
 }
 
 /// The API kind of a route kind.
@@ -66,6 +68,9 @@ impl Statuses {
             Kind::BackendTlsPolicy => serde_json::to_value(self.backend_tls_policies.get(key)?),
             Kind::ListenerSet => serde_json::to_value(self.listener_sets.get(key)?),
             Kind::CoxswainBackendPolicy => serde_json::to_value(self.backend_policies.get(key)?),
+            Kind::XBackendTrafficPolicy => {
+                serde_json::to_value(self.backend_traffic_policies.get(key)?)
+            }
             _ => {
                 let route = (route_kind(kind)?, key.clone());
                 serde_json::to_value(self.routes.get(&route)?.as_ref())
@@ -130,6 +135,15 @@ impl Output {
                         .any(|c| c.type_ == "PartiallyInvalid" && c.status == "True")
             })
         });
-        classes && gateways && routes && policies && sets && backend_policies
+        let traffic = self.statuses.backend_traffic_policies.values().all(|s| {
+            s.ancestors.iter().all(|a| {
+                ok(&a.conditions, &["Accepted"])
+                    && !a
+                        .conditions
+                        .iter()
+                        .any(|c| c.type_ == "PartiallyInvalid" && c.status == "True")
+            })
+        });
+        classes && gateways && routes && policies && sets && backend_policies && traffic
     }
 }

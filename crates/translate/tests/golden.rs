@@ -215,6 +215,7 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "udproute",
                 "backendtlspolicy",
                 "backendpolicy",
+                "backendtrafficpolicy",
                 "listenerset",
                 "endpoints",
                 "referencegrant"

@@ -16,6 +16,10 @@ use coxswain_api::gw::gateways::{GatewayStatus, GatewayStatusListeners};
 use coxswain_api::gw::httproutes::{
     HttpRouteStatus, HttpRouteStatusParents, HttpRouteStatusParentsParentRef,
 };
+use coxswain_api::gw::xbackendtrafficpolicies::{
+    XBackendTrafficPolicyStatus, XBackendTrafficPolicyStatusAncestors,
+    XBackendTrafficPolicyStatusAncestorsAncestorRef,
+};
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use coxswain_translate::MAX_ANCESTORS;
 use serde::Serialize;
@@ -155,6 +159,7 @@ shared_entries! {
     HttpRouteStatusParents => parent_ref: HttpRouteStatusParentsParentRef;
     BackendTlsPolicyStatusAncestors => ancestor_ref: BackendTlsPolicyStatusAncestorsAncestorRef;
     PolicyAncestorStatus => ancestor_ref: PolicyAncestorRef;
+    XBackendTrafficPolicyStatusAncestors => ancestor_ref: XBackendTrafficPolicyStatusAncestorsAncestorRef;
 }
 
 /// Other controllers' live entries stay as they are, in place; ours are
@@ -221,6 +226,18 @@ pub fn merge_backend_policy(
 ) -> CoxswainBackendPolicyStatus {
     let live = live.map(|l| l.ancestors.as_slice()).unwrap_or_default();
     CoxswainBackendPolicyStatus {
+        ancestors: merge_ancestors(live, desired.ancestors, controller_name),
+    }
+}
+
+/// XBackendTrafficPolicy status: keyed by Gateway, like BackendTLSPolicy's.
+pub fn merge_backend_traffic_policy(
+    live: Option<&XBackendTrafficPolicyStatus>,
+    desired: XBackendTrafficPolicyStatus,
+    controller_name: &str,
+) -> XBackendTrafficPolicyStatus {
+    let live = live.map(|l| l.ancestors.as_slice()).unwrap_or_default();
+    XBackendTrafficPolicyStatus {
         ancestors: merge_ancestors(live, desired.ancestors, controller_name),
     }
 }

@@ -21,8 +21,8 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until, timeout};
 
 use super::merge::{
-    merge_backend_policy, merge_backend_tls_policy, merge_gateway, merge_gateway_class,
-    merge_listener_set, merge_route, same_ignoring_times,
+    merge_backend_policy, merge_backend_tls_policy, merge_backend_traffic_policy, merge_gateway,
+    merge_gateway_class, merge_listener_set, merge_route, same_ignoring_times,
 };
 use super::resources::ResourceWriter;
 use crate::metrics::Metrics;
@@ -211,6 +211,25 @@ async fn pass(
             let api = Api::namespaced(client.clone(), &key.namespace);
             plan.write(
                 "CoxswainBackendPolicy",
+                key,
+                &**live,
+                live.status.as_ref(),
+                merged,
+                api,
+                |o, s| o.status = Some(s),
+            );
+        }
+    }
+    for (key, desired) in &job.statuses.backend_traffic_policies {
+        if let Some(live) = snapshot.backend_traffic_policies.get(key) {
+            let merged = merge_backend_traffic_policy(
+                live.status.as_ref(),
+                desired.clone(),
+                &config.controller_name,
+            );
+            let api = Api::namespaced(client.clone(), &key.namespace);
+            plan.write(
+                "XBackendTrafficPolicy",
                 key,
                 &**live,
                 live.status.as_ref(),

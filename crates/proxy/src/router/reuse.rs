@@ -204,6 +204,7 @@ mod tests {
             endpoints: vec![],
             tls: None,
             policy: None,
+            retry_budget: None,
         });
         assert!(!Arc::ptr_eq(
             &again,

@@ -145,6 +145,7 @@ pub fn cluster(name: &str, endpoints: &[SocketAddr]) -> Cluster {
             .collect(),
         tls: None,
         policy: None,
+        retry_budget: None,
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod backend_policy;
 pub mod backend_tls;
+pub mod backend_traffic;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -29,6 +29,7 @@ const PROBE_NS: &str = "e2e-rbac";
 const GW: &str = "gateway.networking.k8s.io";
 const CORE: &str = "";
 const COXSWAIN: &str = "gateway.coxswain-labs.dev";
+const GW_X: &str = "gateway.networking.x-k8s.io";
 
 /// One access question, as `kubectl auth can-i` would ask it.
 #[derive(Clone, Debug)]
@@ -156,6 +157,7 @@ const WATCHED: &[(&str, &str)] = &[
     (GW, "backendtlspolicies"),
     (GW, "referencegrants"),
     (COXSWAIN, "coxswainbackendpolicies"),
+    (GW_X, "xbackendtrafficpolicies"),
     (CORE, "services"),
     ("discovery.k8s.io", "endpointslices"),
     (CORE, "namespaces"),
@@ -189,6 +191,7 @@ fn needed() -> Vec<Access> {
         all.push(Access::new("update", GW, resource).sub("status"));
     }
     all.push(Access::new("update", COXSWAIN, "coxswainbackendpolicies").sub("status"));
+    all.push(Access::new("update", GW_X, "xbackendtrafficpolicies").sub("status"));
     // Per-Gateway ServiceAccount (every mode) and Service (LoadBalancer
     // mode, the chart's default): server-side apply, a patch that is also
     // authorised as create when it creates the object.
