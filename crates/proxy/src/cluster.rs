@@ -2,10 +2,13 @@
 //! state, the CoxswainBackendPolicy's algorithm, breakers and timeouts,
 //! and TLS to them when a BackendTLSPolicy applies.
 //!
-//! A reload keeps what it can of the previous cluster of the same name:
-//! with the same policy, each endpoint that stays keeps its breaker,
-//! in-flight count and latency average, and the cluster keeps its own
-//! connection pools; unchanged TLS settings keep their pooled connections.
+//! The clusters are a registry kept across reloads. A cluster whose
+//! settings (everything but its endpoints) did not change is the very same
+//! object in the new config, with its endpoint list swapped in place: the
+//! routes that send to it need no recompiling, and each endpoint that stays
+//! keeps its breaker, in-flight count and latency average. A cluster whose
+//! settings changed is rebuilt, keeping what still applies (endpoint state
+//! under the same policy, TLS clients under the same TLS settings).
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -13,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use coxswain_ir::{BackendPolicy, Cluster, Config, UpstreamProtocol};
 use tokio::time::Instant;
 
@@ -33,7 +37,11 @@ pub struct ClusterState {
     pub protocol: UpstreamProtocol,
     /// `None`: plain text.
     pub tls: Option<ClusterTls>,
-    endpoints: Vec<Arc<Endpoint>>,
+    /// Swapped in place when only the endpoints change.
+    endpoints: ArcSwap<Vec<Arc<Endpoint>>>,
+    /// The IR cluster without its endpoints: what decides whether the next
+    /// config's cluster of this name is this one.
+    settings: Cluster,
     balance: Balance,
     policy: Option<BackendPolicy>,
     /// Clients with the policy's timeouts, made on first use; unused (and
@@ -49,25 +57,27 @@ pub struct ClusterState {
 impl ClusterState {
     /// An endpoint for one request attempt (see [`Balance::pick`]).
     pub fn pick(&self, key: &RequestKey<'_>, tried: &[SocketAddr], now: Instant) -> Pick {
-        self.balance.pick(&self.endpoints, key, tried, now)
+        self.balance.pick(&self.endpoints.load(), key, tried, now)
     }
 
     /// The next endpoint by round robin; `None` when there are none.
     pub fn next_endpoint(&self) -> Option<SocketAddr> {
-        if self.endpoints.is_empty() {
+        let endpoints = self.endpoints.load();
+        if endpoints.is_empty() {
             return None;
         }
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
-        self.endpoints.get(i).map(|e| e.address)
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % endpoints.len();
+        endpoints.get(i).map(|e| e.address)
     }
 
     /// Every endpoint, starting with the next one by round robin.
     pub fn endpoints_from_next(&self) -> Vec<SocketAddr> {
-        if self.endpoints.is_empty() {
+        let endpoints = self.endpoints.load();
+        if endpoints.is_empty() {
             return Vec::new();
         }
-        let start = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
-        let (before, after) = self.endpoints.split_at(start);
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % endpoints.len();
+        let (before, after) = endpoints.split_at(start);
         after.iter().chain(before).map(|e| e.address).collect()
     }
 
@@ -128,12 +138,37 @@ impl ClusterSet {
             .iter()
             .map(|c| {
                 let before = previous.and_then(|p| p.get(&c.name));
-                let state = compile_cluster(c, before.map(Arc::as_ref), breakers, &mut live);
-                (c.name.clone(), Arc::new(state))
+                let settings = without_endpoints(c);
+                let state = match before {
+                    Some(b) if b.settings == settings => {
+                        let endpoints = endpoints(c, Some(b), breakers, &mut live);
+                        b.endpoints.store(Arc::new(endpoints));
+                        b.clone()
+                    }
+                    _ => Arc::new(compile_cluster(
+                        c,
+                        settings,
+                        before.map(Arc::as_ref),
+                        breakers,
+                        &mut live,
+                    )),
+                };
+                (c.name.clone(), state)
             })
             .collect();
         breakers.retain(&live);
         ClusterSet(map)
+    }
+
+    /// Is every cluster of `self` the very object of the same name in
+    /// `other`, and are there no others? Then routes compiled against
+    /// `other` are valid for `self`.
+    pub fn same_clusters(&self, other: &ClusterSet) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .all(|(name, c)| other.0.get(name).is_some_and(|o| Arc::ptr_eq(c, o)))
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<ClusterState>> {
@@ -141,26 +176,36 @@ impl ClusterSet {
     }
 }
 
-fn compile_cluster(
+fn without_endpoints(c: &Cluster) -> Cluster {
+    Cluster {
+        endpoints: Vec::new(),
+        ..c.clone()
+    }
+}
+
+/// The endpoint states for `c`: those of `before` (under the same policy)
+/// for addresses that stay, new ones for the rest.
+fn endpoints(
     c: &Cluster,
     before: Option<&ClusterState>,
     breakers: &BreakerMetrics,
     live: &mut BTreeSet<(String, String)>,
-) -> ClusterState {
-    let same_policy = before.filter(|b| b.policy == c.policy && b.protocol == c.protocol);
-    let kept_tls = same_policy.and_then(|s| s.tls.as_ref());
+) -> Vec<Arc<Endpoint>> {
+    let kept = before
+        .filter(|b| b.policy == c.policy && b.protocol == c.protocol)
+        .map(|b| b.endpoints.load_full());
     let breaker = c.policy.as_ref().and_then(|p| p.breaker.as_ref());
-    let endpoints = c
-        .endpoints
+    c.endpoints
         .iter()
         .map(|e| {
-            let kept = same_policy
-                .and_then(|b| b.endpoints.iter().find(|k| k.address == e.address))
-                .cloned();
             if breaker.is_some() {
                 live.insert((c.name.clone(), e.address.to_string()));
             }
-            kept.unwrap_or_else(|| {
+            let same = kept
+                .as_ref()
+                .and_then(|k| k.iter().find(|k| k.address == e.address))
+                .cloned();
+            same.unwrap_or_else(|| {
                 let b = breaker.map(|config| {
                     let counters = breakers.counters(&c.name, &e.address.to_string());
                     (CircuitBreaker::new(config), counters)
@@ -168,7 +213,19 @@ fn compile_cluster(
                 Arc::new(Endpoint::new(e.address, b))
             })
         })
-        .collect();
+        .collect()
+}
+
+fn compile_cluster(
+    c: &Cluster,
+    settings: Cluster,
+    before: Option<&ClusterState>,
+    breakers: &BreakerMetrics,
+    live: &mut BTreeSet<(String, String)>,
+) -> ClusterState {
+    let same_policy = before.filter(|b| b.policy == c.policy && b.protocol == c.protocol);
+    let kept_tls = same_policy.and_then(|s| s.tls.as_ref());
+    let endpoints = endpoints(c, before, breakers, live);
     let balance = c.policy.as_ref().map_or_else(Balance::default, |p| {
         Balance::new(p.balancer.clone(), p.persistence.clone())
     });
@@ -179,7 +236,8 @@ fn compile_cluster(
             .tls
             .as_ref()
             .map(|tls| ClusterTls::compile(c, tls, kept_tls)),
-        endpoints,
+        endpoints: ArcSwap::from_pointee(endpoints),
+        settings,
         balance,
         policy: c.policy.clone(),
         own: same_policy.map_or_else(Arc::default, |b| b.own.clone()),

@@ -116,6 +116,8 @@ pub struct Metrics {
     /// Retries a retry budget refused (answered 503).
     pub retry_budget_exhausted: AtomicU64,
     pub config_applies: AtomicU64,
+    /// HTTP routes compiled (not reused from the previous config).
+    pub routes_compiled: AtomicU64,
     pub rejections: Rejections,
     pub l4: L4Registry,
     pub upgrades: crate::http::upgrade::UpgradeMetrics,
@@ -187,6 +189,11 @@ impl Metrics {
                 "coxswain_proxy_config_applies_total",
                 "Configs applied.",
                 &self.config_applies,
+            ),
+            (
+                "coxswain_proxy_routes_compiled_total",
+                "HTTP routes compiled for a new config (routes and clusters left as they were are reused).",
+                &self.routes_compiled,
             ),
         ];
         for (name, help, value) in counters {

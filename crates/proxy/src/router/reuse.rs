@@ -6,8 +6,9 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use coxswain_ir::{Cluster, Config, Route, TlsCertificate};
+use coxswain_ir::{Config, Route, TlsCertificate};
 
 use crate::backend_tls::BackendIdentity;
 
@@ -45,7 +46,6 @@ type ByAddress =
 #[derive(Default)]
 pub struct RouteCache {
     /// The clusters the cached routes resolved their backends against.
-    clusters: Vec<Cluster>,
     cluster_set: Option<Arc<ClusterSet>>,
     /// By address (`Arc::as_ptr`), only ever compared; the `Arc<Route>` is
     /// held so no other route can take that address meanwhile.
@@ -65,31 +65,32 @@ pub struct Reuse<'c> {
 }
 
 impl RouteCache {
-    /// Starts a compile of `config`. When its clusters differ from the
-    /// cached routes' clusters, nothing is reused.
+    /// Starts a compile of `config`. Clusters whose settings did not
+    /// change are kept (their endpoints updated in place); when every
+    /// cluster was kept, the cached routes are reused, else none is.
     pub fn begin(&mut self, config: &Config, metrics: &Metrics) -> Reuse<'_> {
         self.identities
             .retain(|(_, identity)| Arc::strong_count(identity) > 1);
-        let same_clusters = self.cluster_set.is_some() && self.clusters == config.clusters;
-        let (previous, clusters) = match (&self.cluster_set, same_clusters) {
-            (Some(set), true) => {
-                let capacity = self.routes.len();
-                let previous = std::mem::take(&mut self.routes);
-                self.routes.reserve(capacity);
-                (previous, set.clone())
-            }
-            _ => {
-                self.routes.clear();
-                self.clusters = config.clusters.clone();
-                let set = Arc::new(ClusterSet::compile(
-                    config,
-                    self.cluster_set.as_deref(),
-                    &metrics.breakers,
-                ));
-                self.cluster_set = Some(set.clone());
-                (ByAddress::default(), set)
-            }
+        let set = Arc::new(ClusterSet::compile(
+            config,
+            self.cluster_set.as_deref(),
+            &metrics.breakers,
+        ));
+        let kept = self
+            .cluster_set
+            .as_ref()
+            .is_some_and(|old| set.same_clusters(old));
+        self.cluster_set = Some(set.clone());
+        let previous = if kept {
+            let capacity = self.routes.len();
+            let previous = std::mem::take(&mut self.routes);
+            self.routes.reserve(capacity);
+            previous
+        } else {
+            self.routes.clear();
+            ByAddress::default()
         };
+        let clusters = set;
         Reuse {
             previous,
             cache: self,
@@ -134,7 +135,10 @@ impl Reuse<'_> {
         }
         let compiled = match self.previous.get(&ptr) {
             Some((_, compiled)) => compiled.clone(),
-            None => Arc::new(CompiledRoute::compile(route, &self.clusters, metrics)?),
+            None => {
+                metrics.routes_compiled.fetch_add(1, Ordering::Relaxed);
+                Arc::new(CompiledRoute::compile(route, &self.clusters, metrics)?)
+            }
         };
         self.cache
             .routes
@@ -145,7 +149,7 @@ impl Reuse<'_> {
 
 #[cfg(test)]
 mod tests {
-    use coxswain_ir::{PathMatch, RouteId, RouteKind, RouteMatch, Timeouts};
+    use coxswain_ir::{Cluster, PathMatch, RouteId, RouteKind, RouteMatch, Timeouts};
 
     use super::*;
 
@@ -206,9 +210,23 @@ mod tests {
             policy: None,
             retry_budget: None,
         });
+        let with_cluster = compile(&mut cache, &other_clusters, &kept);
+        assert!(!Arc::ptr_eq(&again, &with_cluster), "a new cluster");
+        // Only its endpoints change: the same cluster, the same route.
+        let mut moved = other_clusters.clone();
+        moved.clusters[0].endpoints = vec![coxswain_ir::Endpoint {
+            address: "10.0.0.1:80".parse().unwrap(),
+        }];
+        assert!(Arc::ptr_eq(
+            &with_cluster,
+            &compile(&mut cache, &moved, &kept)
+        ));
+        // Its settings change: compiled afresh.
+        let mut h2c = moved.clone();
+        h2c.clusters[0].protocol = coxswain_ir::UpstreamProtocol::H2c;
         assert!(!Arc::ptr_eq(
-            &again,
-            &compile(&mut cache, &other_clusters, &kept)
+            &with_cluster,
+            &compile(&mut cache, &h2c, &kept)
         ));
     }
 }
