@@ -46,7 +46,8 @@ pub use listener::{
 pub use precedence::{HostSpecificity, MatchSpecificity};
 pub use route::{
     BackendTarget, GrpcMethodChars, HeaderMatch, L4Route, PathMatch, QueryMatch, Retry, Route,
-    RouteId, RouteKind, RouteMatch, StringMatch, Timeouts, WeightedBackend,
+    RouteId, RouteKind, RouteMatch, RouteSession, SessionCarrier, StringMatch, Timeouts,
+    WeightedBackend,
 };
 pub use tls::{PrivateKeyPem, REDACTED_KEY, TlsCertificate};
 

@@ -20,6 +20,32 @@ pub struct Route {
     /// bodiless request is retried (once, on the next endpoint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,
+    /// HTTPRoute rule `sessionPersistence`: clients pinned to one endpoint
+    /// of the rule's backends by a token the gateway issues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<RouteSession>,
+}
+
+/// Session persistence of one route rule (GEP-1619).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteSession {
+    /// The cookie or header carrying the token.
+    pub name: String,
+    pub carrier: SessionCarrier,
+    /// A session is void this long after it began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absolute_timeout_ms: Option<u64>,
+    /// A session unused this long is void (each answer renews its token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionCarrier {
+    /// `Set-Cookie`; `permanent` gives it a `Max-Age` of the absolute timeout.
+    Cookie { permanent: bool },
+    /// A response header the client sends back as a request header.
+    Header,
 }
 
 /// HTTPRoute `retry`: which failed attempts are tried again, how often and

@@ -21,7 +21,7 @@ use coxswain_ir::{BackendPolicy, Cluster, Config, UpstreamProtocol};
 use tokio::time::Instant;
 
 use crate::backend_tls::ClusterTls;
-use crate::balance::{Balance, Endpoint, Pick, RequestKey};
+use crate::balance::{Balance, Endpoint, Pick, RequestKey, Stickiness};
 use crate::breaker::CircuitBreaker;
 use crate::breaker_metrics::BreakerMetrics;
 use crate::retry_budget::RetryBudget;
@@ -56,8 +56,20 @@ pub struct ClusterState {
 
 impl ClusterState {
     /// An endpoint for one request attempt (see [`Balance::pick`]).
-    pub fn pick(&self, key: &RequestKey<'_>, tried: &[SocketAddr], now: Instant) -> Pick {
-        self.balance.pick(&self.endpoints.load(), key, tried, now)
+    pub fn pick(
+        &self,
+        key: &RequestKey<'_>,
+        tried: &[SocketAddr],
+        stickiness: Stickiness,
+        now: Instant,
+    ) -> Pick {
+        self.balance
+            .pick(&self.endpoints.load(), key, tried, stickiness, now)
+    }
+
+    /// Does an endpoint with this address hash belong to the cluster now?
+    pub fn has_endpoint(&self, hash: u64) -> bool {
+        self.endpoints.load().iter().any(|e| e.hash == hash)
     }
 
     /// The next endpoint by round robin; `None` when there are none.

@@ -9,6 +9,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::backend_tls::BackendIdentity;
+use crate::balance::Stickiness;
 use crate::balance::held::HeldBody;
 use crate::handler::{ConnInfo, Shared};
 use crate::http::body::{ClientBody, ProxyBody, plain};
@@ -16,6 +17,7 @@ use crate::http::cors::CorsPolicy;
 use crate::http::headers::{X_FORWARDED_HOST, add_forwarded, strip_hop_by_hop};
 use crate::http::path::apply_modifier;
 use crate::http::redirect::{RedirectInput, location};
+use crate::http::session::unix_ms;
 use crate::http::upgrade;
 use crate::listen::client_identity::X_FORWARDED_CLIENT_CERT;
 use crate::metrics::StatusCounters;
@@ -182,7 +184,15 @@ pub async fn serve<'r>(
             shared.mirrors.send(m, &copied, body.copy());
         }
     }
-    let Some(backend) = route.choose_backend() else {
+    // A valid session goes to the backend holding its endpoint; a new one
+    // (or one whose endpoint is gone) is chosen by weight.
+    let session = route.session.as_ref().map(|s| {
+        let now = unix_ms();
+        (s, s.pinned(&parts.headers, now), now)
+    });
+    let pin = session.and_then(|(_, pin, _)| pin);
+    let pinned_backend = pin.and_then(|p| route.backend_with_endpoint(p.hash));
+    let Some(backend) = pinned_backend.or_else(|| route.choose_backend()) else {
         return Forwarded::local(route, StatusCode::INTERNAL_SERVER_ERROR, "no backend\n");
     };
     let local = |status, text| Forwarded {
@@ -215,6 +225,10 @@ pub async fn serve<'r>(
         backend_timeout: route.timeouts.backend_request_ms.map(Duration::from_millis),
         upgrade: upgrade.is_some(),
         client: conn.client.ip(),
+        stickiness: match session {
+            Some(_) => Stickiness::Route(pin.map(|p| p.hash)),
+            None => Stickiness::Policy,
+        },
     };
     let upstreamed = match exchange
         .run(parts, path_and_query, body, &client_body)
@@ -258,6 +272,11 @@ pub async fn serve<'r>(
     }
     if let Some(cookie) = upstreamed.set_cookie {
         parts.headers.append(SET_COOKIE, cookie);
+    }
+    if let Some((policy, pin, now)) = session
+        && let Some((name, value)) = policy.answer(pin, upstreamed.attempt.endpoint.hash, now)
+    {
+        parts.headers.append(name, value);
     }
     for (name, value) in cors_headers {
         // The backend's own Vary stays; CORS adds Origin to it.

@@ -28,7 +28,7 @@ use coxswain_ir::Retry;
 use tokio::time::Instant;
 
 use crate::backend_tls::BackendIdentity;
-use crate::balance::{Attempt, Pick, RequestKey, Tried};
+use crate::balance::{Attempt, Pick, RequestKey, Stickiness, Tried};
 use crate::cluster::ClusterState;
 use crate::handler::Shared;
 use crate::http::body::{ClientBody, ClientBodyState};
@@ -101,6 +101,8 @@ pub struct Exchange<'a> {
     pub upgrade: bool,
     /// The client's address, for source-IP hashing.
     pub client: std::net::IpAddr,
+    /// The route's session pin, or the cluster policy's stickiness.
+    pub stickiness: Stickiness,
 }
 
 /// The upstream's response, with the attempt that got it (held until the
@@ -260,7 +262,12 @@ impl Exchange<'_> {
             path_and_query,
             client: self.client,
         };
-        let mut chosen = match self.cluster.pick(&key, tried.as_slice(), Instant::now()) {
+        let mut chosen = match self.cluster.pick(
+            &key,
+            tried.as_slice(),
+            self.stickiness,
+            Instant::now(),
+        ) {
             Pick::Chosen(chosen) => chosen,
             Pick::Empty => {
                 return other(failed(

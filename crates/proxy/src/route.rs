@@ -11,6 +11,7 @@ use http::{HeaderName, HeaderValue};
 
 use crate::cluster::{ClusterSet, ClusterState};
 use crate::http::cors::CorsPolicy;
+use crate::http::session::SessionPolicy;
 use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
 use crate::mirror::MirrorFilter;
 use crate::retry::RetryPolicy;
@@ -130,6 +131,8 @@ pub struct CompiledRoute {
     backends: Weighted<Backend>,
     pub timeouts: Timeouts,
     pub retry: RetryPolicy,
+    /// The rule's session persistence.
+    pub session: Option<SessionPolicy>,
     pub metrics: Arc<RouteMetrics>,
     /// Counters for responses with no upstream (redirects, 500s).
     pub local_counters: Arc<StatusCounters>,
@@ -176,6 +179,7 @@ impl CompiledRoute {
             backends,
             timeouts: route.timeouts.clone(),
             retry: RetryPolicy::compile(route.retry.as_ref()),
+            session: route.session.as_ref().and_then(SessionPolicy::compile),
             local_counters: route_metrics.upstream(""),
             metrics: route_metrics,
             label,
@@ -185,5 +189,14 @@ impl CompiledRoute {
     /// Weighted random choice; `None` when no backend has weight.
     pub fn choose_backend(&self) -> Option<&Backend> {
         self.backends.choose()
+    }
+
+    /// The backend (with weight) whose cluster has the endpoint of this
+    /// address hash: where a session pinned there goes.
+    pub fn backend_with_endpoint(&self, hash: u64) -> Option<&Backend> {
+        self.backends.iter().find(|b| match &b.target {
+            Target::Cluster(c) => c.has_endpoint(hash),
+            Target::Invalid(_) => false,
+        })
     }
 }

@@ -23,6 +23,11 @@ impl<T> Weighted<T> {
         Weighted { items, total }
     }
 
+    /// Every item with weight, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.items.iter().map(|(_, t)| t)
+    }
+
     /// One item, each with probability weight / total; `None` when no
     /// item has weight.
     pub fn choose(&self) -> Option<&T> {

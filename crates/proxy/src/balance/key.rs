@@ -44,16 +44,21 @@ impl<'a> RequestKey<'a> {
 
     /// A non-empty cookie value from any `Cookie` header.
     pub fn cookie(&self, name: &str) -> Option<&'a str> {
-        self.headers
-            .get_all(COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.trim().trim_matches('"'))
-            .filter(|v| !v.is_empty())
+        cookie(self.headers, name)
     }
+}
+
+/// A non-empty cookie value from any `Cookie` header of `headers`.
+pub fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v.trim().trim_matches('"'))
+        .filter(|v| !v.is_empty())
 }
 
 /// FNV-1a, 64 bits: fast and stable across processes and versions, so

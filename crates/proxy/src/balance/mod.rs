@@ -26,6 +26,16 @@ pub struct Balance {
     cursor: AtomicUsize,
 }
 
+/// Who pins clients to endpoints for one pick.
+#[derive(Clone, Copy, Debug)]
+pub enum Stickiness {
+    /// The cluster's CoxswainBackendPolicy, if it asks for sticky sessions.
+    Policy,
+    /// The route rule's own session persistence, which takes precedence:
+    /// the endpoint its token names (by address hash), if any.
+    Route(Option<u64>),
+}
+
 /// What [`Balance::pick`] found.
 #[derive(Debug)]
 pub enum Pick {
@@ -61,6 +71,7 @@ impl Balance {
         endpoints: &[Arc<Endpoint>],
         key: &RequestKey<'_>,
         tried: &[std::net::SocketAddr],
+        stickiness: Stickiness,
         now: Instant,
     ) -> Pick {
         if endpoints.is_empty() {
@@ -73,7 +84,15 @@ impl Balance {
                 out.set(i);
             }
         }
-        let (mut preferred, pinned) = self.preferred(endpoints, key);
+        let (mut preferred, pinned) = match stickiness {
+            Stickiness::Policy => self.preferred(endpoints, key),
+            // The route issues its own tokens: no policy cookie.
+            Stickiness::Route(hash) => {
+                let at = hash.and_then(|h| endpoints.iter().position(|e| e.hash == h));
+                (at, at)
+            }
+        };
+        let policy_cookie = matches!(stickiness, Stickiness::Policy);
         loop {
             let choice = preferred
                 .take()
@@ -87,7 +106,9 @@ impl Balance {
             };
             match endpoint.admit(now) {
                 Some(probe) => {
-                    let set_cookie = self.set_cookie(endpoint, pinned == Some(i));
+                    let set_cookie = self
+                        .set_cookie(endpoint, pinned == Some(i))
+                        .filter(|_| policy_cookie);
                     return Pick::Chosen(Chosen {
                         attempt: Attempt::start(endpoint.clone(), probe, now),
                         set_cookie,

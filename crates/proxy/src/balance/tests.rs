@@ -78,7 +78,7 @@ fn chosen(pick: Pick) -> Chosen {
 }
 
 fn pick_addr(b: &Balance, eps: &[Arc<Endpoint>], req: &Req) -> SocketAddr {
-    chosen(b.pick(eps, &req.key(), &[], Instant::now()))
+    chosen(b.pick(eps, &req.key(), &[], Stickiness::Policy, Instant::now()))
         .attempt
         .endpoint
         .address
@@ -108,12 +108,12 @@ async fn least_conn_avoids_the_busy_endpoint() {
         .map(|_| Attempt::start(eps[0].clone(), false, now))
         .collect();
     let _one = Attempt::start(eps[1].clone(), false, now);
-    let first = chosen(b.pick(&eps, &Req::new().key(), &[], now));
+    let first = chosen(b.pick(&eps, &Req::new().key(), &[], Stickiness::Policy, now));
     assert_eq!(first.attempt.endpoint.address, addr(2));
     // Held: now 1 and 2 tie at one each, 0 is never chosen.
     let mut held = vec![first];
     for _ in 0..6 {
-        let c = chosen(b.pick(&eps, &Req::new().key(), &[], now));
+        let c = chosen(b.pick(&eps, &Req::new().key(), &[], Stickiness::Policy, now));
         assert_ne!(c.attempt.endpoint.address, addr(0));
         held.push(c);
     }
@@ -129,7 +129,7 @@ async fn ewma_tries_unsampled_endpoints_then_prefers_the_fast_one() {
     let b = Balance::new(Balancer::Ewma, None);
     let t0 = Instant::now();
     for (i, ms) in [(0, 50), (1, 5)] {
-        let mut c = chosen(b.pick(&eps, &Req::new().key(), &[], t0));
+        let mut c = chosen(b.pick(&eps, &Req::new().key(), &[], Stickiness::Policy, t0));
         assert_eq!(c.attempt.endpoint.address, addr(i), "unsampled first");
         c.attempt.record(true, t0 + Duration::from_millis(ms));
     }
@@ -202,7 +202,13 @@ async fn cookie_persistence_pins_and_re_pins() {
     let eps = endpoints(3);
     let persistence = Persistence::Cookie { name: "s".into() };
     let b = Balance::new(Balancer::RoundRobin, Some(persistence));
-    let first = chosen(b.pick(&eps, &Req::new().key(), &[], Instant::now()));
+    let first = chosen(b.pick(
+        &eps,
+        &Req::new().key(),
+        &[],
+        Stickiness::Policy,
+        Instant::now(),
+    ));
     let cookie = first.set_cookie.expect("a new client gets a cookie");
     let cookie = cookie.to_str().unwrap().to_string();
     assert!(cookie.ends_with("; Path=/; HttpOnly"), "{cookie}");
@@ -213,6 +219,7 @@ async fn cookie_persistence_pins_and_re_pins() {
             &eps,
             &Req::new().header("cookie", &pair).key(),
             &[],
+            Stickiness::Policy,
             Instant::now(),
         ));
         assert_eq!(c.attempt.endpoint.address, home);
@@ -224,6 +231,7 @@ async fn cookie_persistence_pins_and_re_pins() {
         &rest,
         &Req::new().header("cookie", &pair).key(),
         &[],
+        Stickiness::Policy,
         Instant::now(),
     ));
     assert_ne!(c.attempt.endpoint.address, home);
@@ -241,7 +249,7 @@ async fn header_persistence_follows_the_header() {
     let req = Req::new().header("x-tenant", "acme");
     let home = pick_addr(&b, &eps, &req);
     assert!((0..10).all(|_| pick_addr(&b, &eps, &req) == home));
-    let c = chosen(b.pick(&eps, &req.key(), &[], Instant::now()));
+    let c = chosen(b.pick(&eps, &req.key(), &[], Stickiness::Policy, Instant::now()));
     assert!(c.set_cookie.is_none());
 }
 
@@ -259,12 +267,12 @@ async fn an_open_breaker_takes_its_endpoint_out_until_all_are_open() {
         Attempt::start(eps[1].clone(), false, now).record(false, now);
     }
     assert!(matches!(
-        b.pick(&eps, &Req::new().key(), &[], now),
+        b.pick(&eps, &Req::new().key(), &[], Stickiness::Policy, now),
         Pick::AllOpen
     ));
     // After the open time one probe goes through; its success closes it.
     let later = now + Duration::from_secs(5);
-    let mut probe = chosen(b.pick(&eps, &Req::new().key(), &[], later));
+    let mut probe = chosen(b.pick(&eps, &Req::new().key(), &[], Stickiness::Policy, later));
     probe.attempt.record(true, later);
     let healed = probe.attempt.endpoint.address;
     assert!((0..4).all(|_| pick_addr(&b, &eps, &Req::new()) == healed));
@@ -277,22 +285,31 @@ async fn a_retry_avoids_endpoints_already_tried() {
     let req = Req::new();
     let now = Instant::now();
     let first = pick_addr(&b, &eps, &req);
-    let second = chosen(b.pick(&eps, &req.key(), &[first], now))
+    let second = chosen(b.pick(&eps, &req.key(), &[first], Stickiness::Policy, now))
         .attempt
         .endpoint
         .address;
     assert_ne!(second, first);
-    let third = chosen(b.pick(&eps, &req.key(), &[first, second], now))
+    let third = chosen(b.pick(&eps, &req.key(), &[first, second], Stickiness::Policy, now))
         .attempt
         .endpoint
         .address;
     assert!(third != first && third != second);
     // Everything tried: any endpoint again rather than none.
     assert!(matches!(
-        b.pick(&eps, &req.key(), &[first, second, third], now),
+        b.pick(
+            &eps,
+            &req.key(),
+            &[first, second, third],
+            Stickiness::Policy,
+            now
+        ),
         Pick::Chosen(_)
     ));
-    assert!(matches!(b.pick(&[], &req.key(), &[], now), Pick::Empty));
+    assert!(matches!(
+        b.pick(&[], &req.key(), &[], Stickiness::Policy, now),
+        Pick::Empty
+    ));
 }
 
 #[tokio::test(start_paused = true)]
@@ -300,11 +317,46 @@ async fn large_clusters_skip_tried_endpoints_too() {
     let eps = endpoints(100);
     let b = Balance::new(Balancer::RoundRobin, None);
     let tried: Vec<SocketAddr> = (0..99).map(addr).collect();
-    let c = chosen(b.pick(&eps, &Req::new().key(), &tried, Instant::now()));
+    let c = chosen(b.pick(
+        &eps,
+        &Req::new().key(),
+        &tried,
+        Stickiness::Policy,
+        Instant::now(),
+    ));
     assert_eq!(c.attempt.endpoint.address, addr(99));
 }
 
 #[test]
 fn cookie_header_name_is_the_standard_one() {
     assert_eq!(COOKIE.as_str(), "cookie");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_route_pin_overrides_the_policy_and_sets_no_policy_cookie() {
+    let eps = endpoints(3);
+    let b = Balance::new(
+        Balancer::RoundRobin,
+        Some(Persistence::Cookie { name: "s".into() }),
+    );
+    let target = eps[2].hash;
+    for _ in 0..5 {
+        let c = chosen(b.pick(
+            &eps,
+            &Req::new().key(),
+            &[],
+            Stickiness::Route(Some(target)),
+            Instant::now(),
+        ));
+        assert_eq!(c.attempt.endpoint.address, addr(2));
+        assert!(c.set_cookie.is_none());
+    }
+    let c = chosen(b.pick(
+        &eps,
+        &Req::new().key(),
+        &[],
+        Stickiness::Route(None),
+        Instant::now(),
+    ));
+    assert!(c.set_cookie.is_none(), "the route issues its own token");
 }

@@ -11,5 +11,6 @@ pub mod normalize;
 pub mod path;
 pub mod redirect;
 pub mod server;
+pub mod session;
 pub mod tee;
 pub mod upgrade;

@@ -15,7 +15,7 @@ use super::metrics::L4RouteMetrics;
 use super::splice::{Counters, SpliceEnd, splice};
 use super::{BackendTlsUse, L4Entry, L4Table};
 use crate::backend_tls::ClusterTls;
-use crate::balance::{Attempt, Pick, RequestKey, Tried};
+use crate::balance::{Attempt, Pick, RequestKey, Stickiness, Tried};
 use crate::cluster::ClusterState;
 
 /// Timeouts of L4 connections.
@@ -111,7 +111,9 @@ async fn connect(
     };
     let mut tried = Tried::default();
     for _ in 0..MAX_CONNECT_ATTEMPTS {
-        let Pick::Chosen(chosen) = cluster.pick(&key, tried.as_slice(), Instant::now()) else {
+        let Pick::Chosen(chosen) =
+            cluster.pick(&key, tried.as_slice(), Stickiness::Policy, Instant::now())
+        else {
             return None;
         };
         let mut attempt = chosen.attempt;

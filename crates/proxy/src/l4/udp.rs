@@ -211,7 +211,12 @@ fn session_endpoint(
         path_and_query: "",
         client: client.ip(),
     };
-    match cluster.pick(&key, &[], tokio::time::Instant::now()) {
+    match cluster.pick(
+        &key,
+        &[],
+        crate::balance::Stickiness::Policy,
+        tokio::time::Instant::now(),
+    ) {
         crate::balance::Pick::Chosen(mut chosen) => {
             chosen.attempt.record(true, tokio::time::Instant::now());
             Some(chosen.attempt.endpoint.address)

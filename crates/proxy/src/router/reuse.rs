@@ -174,6 +174,7 @@ mod tests {
             backends: vec![],
             timeouts: Timeouts::default(),
             retry: None,
+            session: None,
         })
     }
 

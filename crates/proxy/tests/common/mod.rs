@@ -201,6 +201,7 @@ pub fn route(
         backends,
         timeouts: Timeouts::default(),
         retry: None,
+        session: None,
     }
 }
 

@@ -36,6 +36,7 @@ fn rule(i: usize, hostnames: Vec<Hostname>, path: PathMatch) -> Route {
         }],
         timeouts: Timeouts::default(),
         retry: None,
+        session: None,
     }
 }
 

@@ -156,6 +156,7 @@ impl CompiledRoute {
                             backends: rule.backends.iter().map(ir_backend).collect(),
                             timeouts: rule.timeouts.clone(),
                             retry: rule.retry.clone(),
+                            session: rule.session.clone(),
                         })
                     })
                     .collect(),

@@ -6,6 +6,7 @@ mod matches;
 mod mirror;
 mod retry;
 mod rules;
+mod session;
 
 pub(crate) use matches::check_regex;
 

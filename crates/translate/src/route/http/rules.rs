@@ -3,11 +3,12 @@
 use coxswain_api::gw::httproutes::{
     HttpRouteRules, HttpRouteRulesFiltersType, HttpRouteRulesTimeouts,
 };
-use coxswain_ir::{Filter, Retry, RouteKind, RouteMatch, Timeouts};
+use coxswain_ir::{Filter, Retry, RouteKind, RouteMatch, RouteSession, Timeouts};
 
 use super::filters::{compile_backend_filters, compile_rule_filters};
 use super::matches::compile_matches;
 use super::retry::compile_retry;
+use super::session::compile_session;
 use crate::conditions::Reason;
 use crate::duration::parse_duration_ms;
 use crate::route::backends::{self, ClusterSpec, Lookup, Unresolved};
@@ -25,6 +26,7 @@ pub struct CompiledRule {
     pub mirror_clusters: Vec<ClusterSpec>,
     pub timeouts: Timeouts,
     pub retry: Option<Retry>,
+    pub session: Option<RouteSession>,
 }
 
 /// Resolves every backendRef of a rule (for ResolvedRefs, even when the rule
@@ -60,14 +62,12 @@ pub fn compile_rule(
         reason: Reason::UnsupportedValue,
         message: format!("rule {index}: {e}"),
     };
-    if let Some(field) = unsupported_field(rule) {
-        return Err(prefix(format!("{field} is not supported yet")));
-    }
     let matches = compile_matches(rule.matches.as_deref()).map_err(prefix)?;
     let filters =
         compile_rule_filters(rule.filters.as_deref(), &matches, mirrors).map_err(prefix)?;
     let timeouts = compile_timeouts(rule.timeouts.as_ref()).map_err(prefix)?;
     let retry = compile_retry(rule.retry.as_ref()).map_err(prefix)?;
+    let session = compile_session(rule.session_persistence.as_ref()).map_err(prefix)?;
     let mut backends = Vec::new();
     for (b, target) in rule.backend_refs.iter().flatten().zip(targets) {
         let filters = compile_backend_filters(b.filters.as_deref()).map_err(prefix)?;
@@ -86,17 +86,8 @@ pub fn compile_rule(
         mirror_clusters: mirrors.iter().filter_map(|m| m.clone().ok()).collect(),
         timeouts,
         retry,
+        session,
     })
-}
-
-/// A rule field we parse but cannot honour yet: the rule is dropped rather
-/// than served without it.
-fn unsupported_field(rule: &HttpRouteRules) -> Option<&'static str> {
-    if rule.session_persistence.is_some() {
-        Some("sessionPersistence")
-    } else {
-        None
-    }
 }
 
 /// The spec's example of incompatible filters: a rule cannot both redirect
