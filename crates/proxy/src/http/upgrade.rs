@@ -19,7 +19,7 @@ use http::{HeaderMap, HeaderValue, Method, Request, Version};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
-use crate::l4::splice::{Counters, splice};
+use crate::l4::splice::{Counters, Sides, splice};
 
 /// Upgraded connections, for `/metrics`.
 #[derive(Debug, Default)]
@@ -204,6 +204,11 @@ fn relay(
             Counters {
                 inbound: &m.bytes_in,
                 outbound: &m.bytes_out,
+            },
+            // Upgraded HTTP connections: always shut down explicitly.
+            Sides {
+                client_raw: false,
+                backend_raw: false,
             },
         )
         .await;

@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::metrics::L4RouteMetrics;
-use super::splice::{Counters, SpliceEnd, splice};
+use super::splice::{Counters, Sides, SpliceEnd, splice};
 use super::{BackendTlsUse, L4Entry, L4Table};
 use crate::backend_tls::ClusterTls;
 use crate::balance::{Attempt, Pick, RequestKey, Stickiness, Tried};
@@ -30,8 +30,10 @@ const MAX_CONNECT_ATTEMPTS: usize = 3;
 
 /// Serves one client connection by `table`'s route for `sni`. The
 /// connection is closed when no route or no backend is usable.
+/// `(client, raw)`: raw when the client's stream is plain TCP (passthrough
+/// included), not TLS the gateway terminated.
 pub async fn proxy_connection<C>(
-    client: C,
+    (client, client_raw): (C, bool),
     peer: SocketAddr,
     table: &L4Table,
     sni: Option<&str>,
@@ -72,11 +74,23 @@ pub async fn proxy_connection<C>(
         outbound: &route.metrics.bytes_out,
     };
     let end = match tls {
-        None => splice(client, backend, timeouts.idle, counters).await,
+        None => {
+            let sides = Sides {
+                client_raw,
+                backend_raw: true,
+            };
+            splice(client, backend, timeouts.idle, counters, sides).await
+        }
         Some((connector, name)) => {
             let handshake = connector.connect(name, backend);
             match tokio::time::timeout(connect_timeout, handshake).await {
-                Ok(Ok(stream)) => splice(client, stream, timeouts.idle, counters).await,
+                Ok(Ok(stream)) => {
+                    let sides = Sides {
+                        client_raw,
+                        backend_raw: false,
+                    };
+                    splice(client, stream, timeouts.idle, counters, sides).await
+                }
                 Ok(Err(e)) => {
                     L4RouteMetrics::add(&route.metrics.connect_errors, 1);
                     return refuse(&format!("backend TLS handshake: {e}"));

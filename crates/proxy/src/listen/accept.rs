@@ -161,7 +161,7 @@ async fn accept_loop(
                         }
                         SocketPlan::Tls(tls) => tls_connection(stream, tls, state, info, watcher).await,
                         SocketPlan::Tcp(table) => {
-                            proxy_connection(stream, client, table, None, state.tcp).await;
+                            proxy_connection((stream, true), client, table, None, state.tcp).await;
                         }
                     }
                 });
@@ -227,14 +227,15 @@ async fn tls_connection(
             match timeout_at(deadline, acceptor.accept(io)).await {
                 Ok(Ok(tls_stream)) => {
                     let sni = hello.sni.as_deref();
-                    proxy_connection(tls_stream, client, table, sni, state.tcp).await;
+                    proxy_connection((tls_stream, false), client, table, sni, state.tcp).await;
                 }
                 Ok(Err(e)) => tracing::debug!(%client, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%client, "TLS handshake timed out"),
             }
         }
         TlsAction::Passthrough(table) => {
-            proxy_connection(io, client, table, hello.sni.as_deref(), state.tcp).await;
+            let sni = hello.sni.as_deref();
+            proxy_connection((io, true), client, table, sni, state.tcp).await;
         }
         TlsAction::Refuse => {}
     }
