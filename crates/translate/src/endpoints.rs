@@ -1,5 +1,8 @@
-//! Clusters from EndpointSlices (`kubernetes.io/service-name`), ready
-//! endpoints only. No ClusterIP fallback: there is no kube-proxy behind us.
+//! Clusters from EndpointSlices (`kubernetes.io/service-name`): ready
+//! endpoints; when a Service has none (every pod is terminating, as at the
+//! end of a rolling update), its terminating endpoints that still serve,
+//! as kube-proxy does, rather than refusing every request. No ClusterIP
+//! fallback: there is no kube-proxy behind us.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -41,9 +44,20 @@ impl<'a> SliceIndex<'a> {
             .get(&(spec.namespace.as_str(), spec.service.as_str()))
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let mut endpoints: Vec<Endpoint> = slices
+        let all: Vec<(Endpoint, State)> = slices
             .iter()
             .flat_map(|slice| slice_endpoints(slice, spec))
+            .collect();
+        let ready = all.iter().any(|(_, s)| *s == State::Ready);
+        let wanted = if ready {
+            State::Ready
+        } else {
+            State::TerminatingServing
+        };
+        let mut endpoints: Vec<Endpoint> = all
+            .into_iter()
+            .filter(|(_, s)| *s == wanted)
+            .map(|(e, _)| e)
             .collect();
         endpoints.sort();
         endpoints.dedup();
@@ -58,7 +72,16 @@ impl<'a> SliceIndex<'a> {
     }
 }
 
-fn slice_endpoints(slice: &EndpointSlice, spec: &ClusterSpec) -> Vec<Endpoint> {
+/// What an endpoint may be sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Ready,
+    /// Going away but still answering: used only when nothing is ready.
+    TerminatingServing,
+    Unusable,
+}
+
+fn slice_endpoints(slice: &EndpointSlice, spec: &ClusterSpec) -> Vec<(Endpoint, State)> {
     if !matches!(slice.address_type.as_str(), "IPv4" | "IPv6") {
         return Vec::new();
     }
@@ -68,11 +91,15 @@ fn slice_endpoints(slice: &EndpointSlice, spec: &ClusterSpec) -> Vec<Endpoint> {
     slice
         .endpoints
         .iter()
-        .filter(|e| is_ready(e))
-        .flat_map(|e| e.addresses.iter())
-        .filter_map(|a| a.parse::<IpAddr>().ok())
-        .map(|ip| Endpoint {
-            address: SocketAddr::new(ip, port),
+        .map(|e| (e, state(e)))
+        .filter(|(_, s)| *s != State::Unusable)
+        .flat_map(|(e, s)| e.addresses.iter().map(move |a| (a, s)))
+        .filter_map(|(a, s)| Some((a.parse::<IpAddr>().ok()?, s)))
+        .map(|(ip, s)| {
+            let endpoint = Endpoint {
+                address: SocketAddr::new(ip, port),
+            };
+            (endpoint, s)
         })
         .collect()
 }
@@ -91,12 +118,16 @@ fn slice_port(slice: &EndpointSlice, spec: &ClusterSpec) -> Option<u16> {
     .filter(|p| *p != 0)
 }
 
-fn is_ready(e: &coxswain_api::k8s_openapi::api::discovery::v1::Endpoint) -> bool {
+/// Unset conditions mean ready (the API's defaults); `serving` is
+/// readiness regardless of termination.
+fn state(e: &coxswain_api::k8s_openapi::api::discovery::v1::Endpoint) -> State {
     let Some(c) = &e.conditions else {
-        return true;
+        return State::Ready;
     };
-    if c.terminating == Some(true) {
-        return false;
+    let serving = c.serving.or(c.ready).unwrap_or(true);
+    match (c.terminating == Some(true), serving) {
+        (false, true) => State::Ready,
+        (true, true) => State::TerminatingServing,
+        (_, false) => State::Unusable,
     }
-    c.ready.unwrap_or(true) || (c.serving == Some(true))
 }
