@@ -7,48 +7,13 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
 use common::*;
 use coxswain_ir::{BackendPolicy, Balancer, Breaker, Cluster, Config, HashKey, Persistence};
-use http::{Response, StatusCode};
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
-
-/// A backend that answers every request with `status`, counting them.
-async fn status_backend(status: StatusCode) -> (SocketAddr, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind((LOCALHOST, 0)).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let counter = counter.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |_req| {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    async move {
-                        let mut r = Response::new(Full::new(Bytes::from_static(b"failing\n")));
-                        *r.status_mut() = status;
-                        r.headers_mut().insert("x-backend", "bad".parse().unwrap());
-                        Ok::<_, Infallible>(r)
-                    }
-                });
-                let _ = auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    (addr, hits)
-}
+use http::StatusCode;
 
 fn policy(balancer: Balancer) -> BackendPolicy {
     BackendPolicy {
@@ -239,7 +204,8 @@ async fn least_conn_sends_new_requests_around_a_busy_pod() {
 
 #[tokio::test]
 async fn an_open_breaker_takes_the_failing_pod_out_and_survives_a_reload() {
-    let (bad, bad_hits) = status_backend(StatusCode::INTERNAL_SERVER_ERROR).await;
+    let (bad, bad_hits) =
+        fixed_status_backend(StatusCode::INTERNAL_SERVER_ERROR, "failing\n").await;
     let good = echo_backend("good").await;
     let mut p = policy(Balancer::RoundRobin);
     p.breaker = Some(breaker());
@@ -294,7 +260,7 @@ async fn an_open_breaker_takes_the_failing_pod_out_and_survives_a_reload() {
 
 #[tokio::test]
 async fn every_breaker_open_fails_fast_with_503() {
-    let (bad, bad_hits) = status_backend(StatusCode::BAD_GATEWAY).await;
+    let (bad, bad_hits) = fixed_status_backend(StatusCode::BAD_GATEWAY, "failing\n").await;
     let mut p = policy(Balancer::LeastConn);
     p.breaker = Some(breaker());
     let port = free_port();

@@ -4,47 +4,13 @@
 
 mod common;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
 use common::*;
 use coxswain_ir::{Cluster, Config, Retry, RetryBudget};
-use http::{Response, StatusCode};
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
-
-/// A backend that answers 503 to everything, counting requests.
-async fn unavailable_backend() -> (SocketAddr, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind((LOCALHOST, 0)).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let counter = counter.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |_req| {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    async move {
-                        let mut r = Response::new(Full::new(Bytes::from_static(b"backend busy\n")));
-                        *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-                        Ok::<_, Infallible>(r)
-                    }
-                });
-                let _ = auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    (addr, hits)
-}
+use http::StatusCode;
 
 fn retrying_config(port: u16, backend: SocketAddr, budget: Option<RetryBudget>) -> Arc<Config> {
     let mut r = route("r", &[], vec![prefix("/")], vec![to("echo", 1)]);
@@ -65,7 +31,8 @@ fn retrying_config(port: u16, backend: SocketAddr, budget: Option<RetryBudget>) 
 
 #[tokio::test]
 async fn retries_past_the_budget_get_503_and_never_reach_the_backend() {
-    let (backend, hits) = unavailable_backend().await;
+    let (backend, hits) =
+        fixed_status_backend(StatusCode::SERVICE_UNAVAILABLE, "backend busy\n").await;
     // No share of traffic may be retries, but two retries a minute may.
     let budget = RetryBudget {
         policy: "default/budget".into(),
@@ -107,7 +74,8 @@ async fn retries_past_the_budget_get_503_and_never_reach_the_backend() {
 
 #[tokio::test]
 async fn without_a_budget_every_request_is_retried() {
-    let (backend, hits) = unavailable_backend().await;
+    let (backend, hits) =
+        fixed_status_backend(StatusCode::SERVICE_UNAVAILABLE, "backend busy\n").await;
     let port = free_port();
     let (_proxy, _) = start_proxy(retrying_config(port, backend, None)).await;
     let client = client();

@@ -126,24 +126,23 @@ impl Output {
                 .flatten()
                 .all(|l| ok(&l.conditions, &["Accepted", "Programmed", "ResolvedRefs"]))
         });
-        let backend_policies = self.statuses.backend_policies.values().all(|s| {
-            s.ancestors.iter().all(|a| {
-                ok(&a.conditions, &["Accepted"])
-                    && !a
-                        .conditions
-                        .iter()
-                        .any(|c| c.type_ == "PartiallyInvalid" && c.status == "True")
-            })
-        });
-        let traffic = self.statuses.backend_traffic_policies.values().all(|s| {
-            s.ancestors.iter().all(|a| {
-                ok(&a.conditions, &["Accepted"])
-                    && !a
-                        .conditions
-                        .iter()
-                        .any(|c| c.type_ == "PartiallyInvalid" && c.status == "True")
-            })
-        });
+        // Accepted, and nothing of it ignored.
+        let whole = |conditions: &[coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]| {
+            ok(conditions, &["Accepted"])
+                && !conditions
+                    .iter()
+                    .any(|c| c.type_ == "PartiallyInvalid" && c.status == "True")
+        };
+        let backend_policies = self
+            .statuses
+            .backend_policies
+            .values()
+            .all(|s| s.ancestors.iter().all(|a| whole(&a.conditions)));
+        let traffic = self
+            .statuses
+            .backend_traffic_policies
+            .values()
+            .all(|s| s.ancestors.iter().all(|a| whole(&a.conditions)));
         classes && gateways && routes && policies && sets && backend_policies && traffic
     }
 }

@@ -108,6 +108,33 @@ pub async fn run(
     }
 }
 
+/// Queues the status writes of one namespaced policy kind: its
+/// `status.ancestors` merged with other controllers' entries. The statuses
+/// and the snapshot name the kind's field alike.
+macro_rules! write_policies {
+    ($plan:ident, $client:ident, $job:ident, $field:ident, $kind:literal, $merge:ident) => {
+        for (key, desired) in &$job.statuses.$field {
+            if let Some(live) = $job.snapshot.$field.get(key) {
+                let merged = $merge(
+                    live.status.as_ref(),
+                    desired.clone(),
+                    &$plan.config.controller_name,
+                );
+                let api = Api::namespaced($client.clone(), &key.namespace);
+                $plan.write(
+                    $kind,
+                    key,
+                    &**live,
+                    live.status.as_ref(),
+                    merged,
+                    api,
+                    |o, s| o.status = Some(s),
+                );
+            }
+        }
+    };
+}
+
 /// One pass over every status; returns how many writes failed.
 async fn pass(
     client: &Client,
@@ -182,63 +209,30 @@ async fn pass(
             );
         }
     }
-    for (key, desired) in &job.statuses.backend_tls_policies {
-        if let Some(live) = snapshot.backend_tls_policies.get(key) {
-            let merged = merge_backend_tls_policy(
-                live.status.as_ref(),
-                desired.clone(),
-                &config.controller_name,
-            );
-            let api = Api::namespaced(client.clone(), &key.namespace);
-            plan.write(
-                "BackendTLSPolicy",
-                key,
-                &**live,
-                live.status.as_ref(),
-                merged,
-                api,
-                |o, s| o.status = Some(s),
-            );
-        }
-    }
-    for (key, desired) in &job.statuses.backend_policies {
-        if let Some(live) = snapshot.backend_policies.get(key) {
-            let merged = merge_backend_policy(
-                live.status.as_ref(),
-                desired.clone(),
-                &config.controller_name,
-            );
-            let api = Api::namespaced(client.clone(), &key.namespace);
-            plan.write(
-                "CoxswainBackendPolicy",
-                key,
-                &**live,
-                live.status.as_ref(),
-                merged,
-                api,
-                |o, s| o.status = Some(s),
-            );
-        }
-    }
-    for (key, desired) in &job.statuses.backend_traffic_policies {
-        if let Some(live) = snapshot.backend_traffic_policies.get(key) {
-            let merged = merge_backend_traffic_policy(
-                live.status.as_ref(),
-                desired.clone(),
-                &config.controller_name,
-            );
-            let api = Api::namespaced(client.clone(), &key.namespace);
-            plan.write(
-                "XBackendTrafficPolicy",
-                key,
-                &**live,
-                live.status.as_ref(),
-                merged,
-                api,
-                |o, s| o.status = Some(s),
-            );
-        }
-    }
+    write_policies!(
+        plan,
+        client,
+        job,
+        backend_tls_policies,
+        "BackendTLSPolicy",
+        merge_backend_tls_policy
+    );
+    write_policies!(
+        plan,
+        client,
+        job,
+        backend_policies,
+        "CoxswainBackendPolicy",
+        merge_backend_policy
+    );
+    write_policies!(
+        plan,
+        client,
+        job,
+        backend_traffic_policies,
+        "XBackendTrafficPolicy",
+        merge_backend_traffic_policy
+    );
     let writes = plan.writes;
     let limit = config.write_timeout;
     let mut bounded_writes: Vec<Bounded> = Vec::with_capacity(writes.len());

@@ -113,6 +113,39 @@ pub async fn echo_backend(name: &str) -> EchoBackend {
     EchoBackend { addr, hits }
 }
 
+/// A backend that answers every request with `status` and `body`
+/// (`x-backend: fixed`), counting requests.
+pub async fn fixed_status_backend(
+    status: StatusCode,
+    body: &'static str,
+) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind((LOCALHOST, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |_req: Request<Incoming>| {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+                        *r.status_mut() = status;
+                        r.headers_mut()
+                            .insert("x-backend", "fixed".parse().unwrap());
+                        Ok::<_, Infallible>(r)
+                    }
+                });
+                let _ = auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (addr, hits)
+}
+
 /// A loopback port for a listener a test is about to configure. Ports come
 /// from below the kernel's ephemeral range, so no client socket or port-0
 /// bind can take one between this call and the bind that uses it; each is

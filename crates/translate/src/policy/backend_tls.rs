@@ -124,14 +124,8 @@ impl<'a> BackendTlsIndex<'a> {
     ) -> BTreeMap<ObjectKey, BackendTlsPolicyStatus> {
         let mut out = BTreeMap::new();
         for (key, (policy, resolved)) in &self.policies {
-            let mut gateways: BTreeSet<&ObjectKey> = BTreeSet::new();
-            // A target of another kind has no ancestor of its own: the
-            // Gateways routing to a Service of that name carry the error,
-            // so it is seen where a Service was probably meant.
-            for target in &policy.spec.target_refs {
-                let service = (key.namespace.clone(), target.name.clone());
-                gateways.extend(gateways_by_service.get(&service).into_iter().flatten());
-            }
+            let names = policy.spec.target_refs.iter().map(|t| t.name.as_str());
+            let gateways = super::ancestor_gateways(&key.namespace, names, gateways_by_service);
             if gateways.is_empty() {
                 continue;
             }

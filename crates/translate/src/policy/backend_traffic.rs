@@ -81,11 +81,8 @@ impl<'a> BackendTrafficIndex<'a> {
     ) -> BTreeMap<ObjectKey, XBackendTrafficPolicyStatus> {
         let mut out = BTreeMap::new();
         for (key, (policy, parsed)) in &self.policies {
-            let mut gateways: BTreeSet<&ObjectKey> = BTreeSet::new();
-            for target in &policy.spec.target_refs {
-                let service = (key.namespace.clone(), target.name.clone());
-                gateways.extend(gateways_by_service.get(&service).into_iter().flatten());
-            }
+            let names = policy.spec.target_refs.iter().map(|t| t.name.as_str());
+            let gateways = super::ancestor_gateways(&key.namespace, names, gateways_by_service);
             if gateways.is_empty() {
                 continue;
             }

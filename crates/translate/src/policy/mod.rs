@@ -6,7 +6,7 @@ pub mod backend_policy;
 pub mod backend_tls;
 pub mod backend_traffic;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use coxswain_api::ApiResource;
@@ -23,4 +23,19 @@ pub fn oldest_first<T: ApiResource>(
             .cmp(&(b.1.meta().creation_timestamp.as_ref(), b.0))
     });
     by_age
+}
+
+/// The Gateways of ours routing to a Service a policy's targets name (by
+/// name: a target of another kind has no ancestor of its own, so the
+/// Gateways routing to a Service of that name carry its error, where a
+/// Service was probably meant).
+pub fn ancestor_gateways<'g>(
+    namespace: &str,
+    target_names: impl Iterator<Item = &'g str>,
+    gateways_by_service: &'g BTreeMap<(String, String), BTreeSet<ObjectKey>>,
+) -> BTreeSet<&'g ObjectKey> {
+    target_names
+        .flat_map(|name| gateways_by_service.get(&(namespace.to_string(), name.to_string())))
+        .flatten()
+        .collect()
 }
