@@ -243,6 +243,7 @@ fn build_config(input: &Input) -> (Config, Vec<Option<Hostname>>) {
             }],
             timeouts: Timeouts::default(),
             retry: None,
+            session: None,
         };
         let l = usize::from(spec.listener) % listener_hosts.len();
         per_listener[l].push(Arc::new(route));
