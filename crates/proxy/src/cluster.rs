@@ -203,9 +203,17 @@ fn endpoints(
     breakers: &BreakerMetrics,
     live: &mut BTreeSet<(String, String)>,
 ) -> Vec<Arc<Endpoint>> {
-    let kept = before
+    // By address: a large Service's reload must not compare every pair.
+    let kept: HashMap<SocketAddr, Arc<Endpoint>> = before
         .filter(|b| b.policy == c.policy && b.protocol == c.protocol)
-        .map(|b| b.endpoints.load_full());
+        .map(|b| {
+            b.endpoints
+                .load()
+                .iter()
+                .map(|e| (e.address, e.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
     let breaker = c.policy.as_ref().and_then(|p| p.breaker.as_ref());
     c.endpoints
         .iter()
@@ -213,11 +221,7 @@ fn endpoints(
             if breaker.is_some() {
                 live.insert((c.name.clone(), e.address.to_string()));
             }
-            let same = kept
-                .as_ref()
-                .and_then(|k| k.iter().find(|k| k.address == e.address))
-                .cloned();
-            same.unwrap_or_else(|| {
+            kept.get(&e.address).cloned().unwrap_or_else(|| {
                 let b = breaker.map(|config| {
                     let counters = breakers.counters(&c.name, &e.address.to_string());
                     (CircuitBreaker::new(config), counters)

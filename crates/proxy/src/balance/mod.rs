@@ -106,9 +106,9 @@ impl Balance {
             };
             match endpoint.admit(now) {
                 Some(probe) => {
-                    let set_cookie = self
-                        .set_cookie(endpoint, pinned == Some(i))
-                        .filter(|_| policy_cookie);
+                    let set_cookie = policy_cookie
+                        .then(|| self.set_cookie(endpoint, pinned == Some(i)))
+                        .flatten();
                     return Pick::Chosen(Chosen {
                         attempt: Attempt::start(endpoint.clone(), probe, now),
                         set_cookie,
