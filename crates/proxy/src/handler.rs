@@ -1,5 +1,5 @@
 //! Per-request entry point: route lookup, the whole-request timeout and
-//! metrics. Forwarding lives in [`crate::forward`].
+//! metrics. What a route does with the request lives in [`crate::pipeline`].
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -15,7 +15,6 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioExecutor;
 use hyper_util::server::conn::auto;
 
-use crate::forward::{self, Forwarded};
 use crate::http::body::{ProxyBody, plain};
 use crate::http::grpc::{self, into_grpc, is_grpc};
 use crate::http::grpc_status::PendingCall;
@@ -26,6 +25,7 @@ use crate::http::upgrade::UpgradeSlot;
 use crate::listen::client_identity::ClientIdentity;
 use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
 use crate::overload::Overload;
+use crate::pipeline::{self, Forwarded};
 use crate::rejections::RejectReason;
 use crate::router::host::{MAX_HOST_LEN, normalize_host};
 use crate::router::{RequestView, Router};
@@ -206,7 +206,7 @@ async fn respond(
     // Boxed: the forwarding future is large, and held here in each of
     // the two awaits below it would be copied whole every time this
     // request's future moves (the connection spawns one per request).
-    let work = Box::pin(forward::serve(
+    let work = Box::pin(pipeline::serve(
         shared,
         conn,
         route,

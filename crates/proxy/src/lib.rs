@@ -20,7 +20,6 @@ mod breaker;
 mod breaker_metrics;
 mod cluster;
 mod compile;
-mod forward;
 mod h2_pool;
 mod handler;
 pub mod http;
@@ -29,6 +28,7 @@ pub mod listen;
 mod metrics;
 mod mirror;
 mod overload;
+mod pipeline;
 mod rejections;
 mod retry;
 mod retry_budget;
@@ -376,6 +376,6 @@ pub mod fuzzing {
     /// A route's header edits applied to `headers`, compiled as the router
     /// compiles them.
     pub fn apply_header_edits(modifier: &HeaderModifier, headers: &mut HeaderMap) {
-        crate::route::HeaderEdits::compile(modifier).apply(headers);
+        crate::pipeline::headers::HeaderEdits::compile(modifier).apply(headers);
     }
 }

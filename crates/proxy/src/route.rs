@@ -1,97 +1,18 @@
-//! A route rule compiled for serving: its matches, filters with pre-parsed
-//! header names and values, weighted backends and metric handles.
+//! A route rule compiled for serving: its matches, its request pipeline
+//! stages, weighted backends and metric handles.
 
 use std::sync::Arc;
 
-use coxswain_ir::{
-    BackendTarget, Filter, HeaderModifier, MatchSpecificity, Redirect, Rewrite, Route, RouteId,
-    Timeouts,
-};
-use http::{HeaderName, HeaderValue};
+use coxswain_ir::{BackendTarget, Filter, MatchSpecificity, Route, RouteId, Timeouts};
 
 use crate::cluster::{ClusterSet, ClusterState};
-use crate::http::cors::CorsPolicy;
 use crate::http::session::SessionPolicy;
 use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
-use crate::mirror::MirrorFilter;
+use crate::pipeline::RequestStages;
+use crate::pipeline::headers::HeaderEdits;
 use crate::retry::RetryPolicy;
 use crate::router::{CompiledMatch, MatchError};
 use crate::weighted::Weighted;
-
-/// Header edits with names and values already validated.
-#[derive(Debug, Default)]
-pub struct HeaderEdits {
-    pub set: Vec<(HeaderName, HeaderValue)>,
-    pub add: Vec<(HeaderName, HeaderValue)>,
-    pub remove: Vec<HeaderName>,
-}
-
-impl HeaderEdits {
-    pub fn compile(m: &HeaderModifier) -> Self {
-        let pair = |h: &coxswain_ir::Header| {
-            let parsed = HeaderName::from_bytes(h.name.to_ascii_lowercase().as_bytes())
-                .ok()
-                .zip(HeaderValue::from_str(&h.value).ok());
-            if parsed.is_none() {
-                tracing::warn!(name = %h.name, "invalid header edit skipped");
-            }
-            parsed
-        };
-        HeaderEdits {
-            set: m.set.iter().filter_map(pair).collect(),
-            add: m.add.iter().filter_map(pair).collect(),
-            remove: m
-                .remove
-                .iter()
-                .filter_map(|n| HeaderName::from_bytes(n.to_ascii_lowercase().as_bytes()).ok())
-                .collect(),
-        }
-    }
-
-    pub fn apply(&self, headers: &mut http::HeaderMap) {
-        for (name, value) in &self.set {
-            headers.insert(name.clone(), value.clone());
-        }
-        for (name, value) in &self.add {
-            headers.append(name.clone(), value.clone());
-        }
-        for name in &self.remove {
-            headers.remove(name);
-        }
-    }
-}
-
-#[derive(Debug)]
-pub enum RouteFilter {
-    RequestHeaders(HeaderEdits),
-    ResponseHeaders(HeaderEdits),
-    Redirect(Redirect),
-    Rewrite(Rewrite),
-    Mirror(MirrorFilter),
-    Cors(CorsPolicy),
-}
-
-/// Compiles the filters of the route labelled `label`.
-fn compile_filters(
-    filters: &[Filter],
-    clusters: &ClusterSet,
-    metrics: &Metrics,
-    label: &str,
-) -> Vec<RouteFilter> {
-    filters
-        .iter()
-        .map(|f| match f {
-            Filter::RequestHeaders(m) => RouteFilter::RequestHeaders(HeaderEdits::compile(m)),
-            Filter::ResponseHeaders(m) => RouteFilter::ResponseHeaders(HeaderEdits::compile(m)),
-            Filter::Redirect(r) => RouteFilter::Redirect(r.clone()),
-            Filter::Rewrite(r) => RouteFilter::Rewrite(r.clone()),
-            Filter::Cors(c) => RouteFilter::Cors(CorsPolicy::compile(c)),
-            Filter::Mirror(m) => {
-                RouteFilter::Mirror(MirrorFilter::compile(m, clusters, &metrics.mirrors, label))
-            }
-        })
-        .collect()
-}
 
 #[derive(Debug)]
 pub enum Target {
@@ -116,8 +37,24 @@ impl Target {
 #[derive(Debug)]
 pub struct Backend {
     pub target: Target,
-    pub filters: Vec<RouteFilter>,
+    /// The backendRef's own header edits (after the rule's).
+    pub request_edits: Vec<HeaderEdits>,
+    pub response_edits: Vec<HeaderEdits>,
     pub counters: Arc<StatusCounters>,
+}
+
+/// A backendRef's filters: header modifiers only (the translator refuses
+/// any other).
+fn backend_edits(filters: &[Filter]) -> (Vec<HeaderEdits>, Vec<HeaderEdits>) {
+    let (mut request, mut response) = (Vec::new(), Vec::new());
+    for filter in filters {
+        match filter {
+            Filter::RequestHeaders(m) => request.push(HeaderEdits::compile(m)),
+            Filter::ResponseHeaders(m) => response.push(HeaderEdits::compile(m)),
+            other => tracing::warn!(?other, "backendRef filter skipped"),
+        }
+    }
+    (request, response)
 }
 
 #[derive(Debug)]
@@ -127,7 +64,10 @@ pub struct CompiledRoute {
     pub matches: Vec<CompiledMatch>,
     /// Precedence of each match, kept so a reused route is not re-ranked.
     pub specificity: Vec<MatchSpecificity>,
-    pub filters: Vec<RouteFilter>,
+    /// The rule's request stages, in phase order.
+    pub stages: RequestStages,
+    /// The rule's ResponseHeaderModifier edits.
+    pub response_edits: Vec<HeaderEdits>,
     backends: Weighted<Backend>,
     pub timeouts: Timeouts,
     pub retry: RetryPolicy,
@@ -164,18 +104,23 @@ impl CompiledRoute {
                 BackendTarget::Cluster(name) => name.as_str(),
                 BackendTarget::Invalid { .. } => "",
             };
+            let (request_edits, response_edits) = backend_edits(&b.filters);
             let backend = Backend {
                 counters: route_metrics.upstream(upstream),
                 target: Target::resolve(&b.target, clusters),
-                filters: compile_filters(&b.filters, clusters, metrics, &label),
+                request_edits,
+                response_edits,
             };
             (b.weight, backend)
         }));
+        let (stages, response_edits) =
+            crate::pipeline::compile_stages(&route.filters, clusters, metrics, &label);
         Ok(CompiledRoute {
             id: route.id.clone(),
             matches,
             specificity: route.matches.iter().map(MatchSpecificity::of).collect(),
-            filters: compile_filters(&route.filters, clusters, metrics, &label),
+            stages,
+            response_edits,
             backends,
             timeouts: route.timeouts.clone(),
             retry: RetryPolicy::compile(route.retry.as_ref()),

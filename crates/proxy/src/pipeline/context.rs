@@ -1,0 +1,66 @@
+//! What the stages of one request share: the request as the stages have
+//! left it so far, and what its response will need.
+
+use std::net::IpAddr;
+
+use http::request::Parts;
+use http::{HeaderName, HeaderValue};
+use hyper::upgrade::OnUpgrade;
+
+use crate::mirror::MirrorFilter;
+use crate::router::CompiledMatch;
+
+/// An upgrade the client asked for (WebSocket), to be relayed once the
+/// backend agrees.
+pub struct UpgradeRequest {
+    /// The `Upgrade` protocol (or the extended CONNECT's `:protocol`).
+    pub protocol: HeaderValue,
+    /// The client's side of the tunnel.
+    pub client: OnUpgrade,
+    /// An HTTP/2 extended CONNECT (RFC 8441), sent upstream as an HTTP/1.1
+    /// upgrade.
+    pub over_h2: bool,
+}
+
+/// One request on its way through a route's stages.
+pub struct RequestCtx<'r> {
+    /// Method, URI and headers; stages edit the headers in place.
+    pub parts: Parts,
+    /// The match that took the request (prefix rewrites need it).
+    pub matched: &'r CompiledMatch,
+    pub client: IpAddr,
+    pub listener_port: u16,
+    /// `http` or `https`: how the request arrived.
+    pub scheme: &'static str,
+    /// The Host the client asked for, normalised.
+    pub host: String,
+    /// The client's path (normalised) and query.
+    pub path: String,
+    pub query: Option<String>,
+    /// What a URL rewrite made of the host and path.
+    pub new_host: Option<String>,
+    pub new_path: Option<String>,
+    pub upgrade: Option<UpgradeRequest>,
+    /// The mirror filters this request was sampled for.
+    pub mirrors: Vec<&'r MirrorFilter>,
+    pub plan: ResponsePlan,
+}
+
+/// The request as it goes upstream (and to mirrors), once the stages and
+/// the forwarding step are done.
+pub struct Outbound<'r> {
+    pub parts: Parts,
+    pub path_and_query: String,
+    pub client: IpAddr,
+    pub upgrade: Option<UpgradeRequest>,
+    pub mirrors: Vec<&'r MirrorFilter>,
+    pub plan: ResponsePlan,
+}
+
+/// What the response phase adds to the upstream's answer, decided while
+/// the request went through.
+#[derive(Default)]
+pub struct ResponsePlan {
+    /// CORS headers for an allowed origin.
+    pub cors: Vec<(HeaderName, HeaderValue)>,
+}

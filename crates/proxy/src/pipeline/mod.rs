@@ -1,0 +1,98 @@
+//! The request pipeline: what happens to a request once a route took it,
+//! in fixed phases. Each phase's stages live in their own file and run in
+//! the order below; within a phase, a rule's filters keep their spec order.
+//!
+//! | Phase | Stages | Why at this point |
+//! | --- | --- | --- |
+//! | hygiene | hop-by-hop strip, upgrade kept, `x-forwarded-client-cert` | before any filter: a client's `Connection` list can only name its own headers, and only the gateway speaks for the client certificate |
+//! | admission | CORS preflight | a browser's preflight carries no credentials, so it is answered before authentication |
+//! | authn | (identity filters) | who the client is, before anything spends work on it |
+//! | authz | (authorisation filters) | needs the identity |
+//! | limits | (rate and size limits) | counted per identity, after refusals |
+//! | transforms | request header edits, URL rewrite, redirect, mirror sampling | what the upstream (or the redirect) sees; a redirect answers only an admitted request |
+//! | forwarding | `X-Forwarded-*`, `Host`, the mirror copies | the request as the upstream will see it, copied to mirrors |
+//! | upstream | session pin, backend choice, backendRef header edits, attempts and retries | [`upstream`] |
+//! | response | hop-by-hop strip, response header edits (rule, then backendRef), session token, CORS headers | [`response`] |
+//!
+//! A stage either lets the request go on or answers it itself
+//! ([`Flow::Answer`]); an answered request never reaches a later stage or
+//! a backend.
+
+mod context;
+mod cors;
+pub mod headers;
+mod hygiene;
+mod mirror;
+mod redirect;
+mod response;
+mod rewrite;
+mod stage;
+mod upstream;
+
+use std::sync::Arc;
+
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+
+use crate::backend_tls::BackendIdentity;
+use crate::handler::{ConnInfo, Shared};
+use crate::http::body::{ClientBody, ProxyBody, plain};
+use crate::metrics::StatusCounters;
+use crate::route::CompiledRoute;
+use crate::router::CompiledMatch;
+
+pub use stage::{RequestStages, compile as compile_stages};
+
+/// What a stage decided.
+pub enum Flow {
+    /// On to the next stage.
+    Next,
+    /// The gateway answers; nothing later runs.
+    Answer(Response<ProxyBody>),
+}
+
+/// A response and the counters it is attributed to.
+pub struct Forwarded<'r> {
+    pub response: Response<ProxyBody>,
+    pub counters: &'r StatusCounters,
+}
+
+impl<'r> Forwarded<'r> {
+    pub fn local(route: &'r CompiledRoute, status: StatusCode, text: &'static str) -> Self {
+        Forwarded {
+            response: plain(status, text),
+            counters: &route.local_counters,
+        }
+    }
+}
+
+/// Runs `req` through `route`'s pipeline.
+pub async fn serve<'r>(
+    shared: &Shared,
+    conn: ConnInfo,
+    route: &'r CompiledRoute,
+    matched: &'r CompiledMatch,
+    backend_identity: Option<&Arc<BackendIdentity>>,
+    host: String,
+    req: Request<Incoming>,
+) -> Forwarded<'r> {
+    let (mut ctx, body) = hygiene::admit(shared, &conn, matched, host, req);
+    if let Flow::Answer(response) = route.stages.run(&mut ctx) {
+        return Forwarded {
+            response,
+            counters: &route.local_counters,
+        };
+    }
+    let out = hygiene::forwarding(shared, &conn, ctx);
+    let (mut body, client_body) = ClientBody::new(body);
+    mirror::send_copies(shared, route, &out, backend_identity, &mut body);
+    upstream::forward(
+        shared,
+        &conn,
+        route,
+        backend_identity,
+        out,
+        (body, client_body),
+    )
+    .await
+}

@@ -1,0 +1,161 @@
+//! A route's request stages, compiled from its IR filters and kept in
+//! phase order.
+
+use coxswain_ir::{Filter, Redirect, Rewrite};
+
+use super::context::RequestCtx;
+use super::{Flow, cors, headers, redirect, rewrite};
+use crate::cluster::ClusterSet;
+use crate::http::cors::CorsPolicy;
+use crate::metrics::Metrics;
+use crate::mirror::MirrorFilter;
+use headers::HeaderEdits;
+
+/// The fixed order of the request path (see the module table in
+/// [`super`]). Stages of an earlier phase always run first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    Admission,
+    Authn,
+    Authz,
+    Limits,
+    Transforms,
+}
+
+/// One step a route takes on a request before it goes upstream.
+#[derive(Debug)]
+pub enum RequestStage {
+    /// CORS: a preflight is answered here; an allowed origin's request
+    /// gets its response headers planned.
+    Cors(CorsPolicy),
+    RequestHeaders(HeaderEdits),
+    Rewrite(Rewrite),
+    Redirect(Redirect),
+    Mirror(MirrorFilter),
+}
+
+impl RequestStage {
+    pub fn phase(&self) -> Phase {
+        match self {
+            RequestStage::Cors(_) => Phase::Admission,
+            RequestStage::RequestHeaders(_)
+            | RequestStage::Rewrite(_)
+            | RequestStage::Redirect(_)
+            | RequestStage::Mirror(_) => Phase::Transforms,
+        }
+    }
+
+    fn run<'r>(&'r self, ctx: &mut RequestCtx<'r>) -> Flow {
+        match self {
+            RequestStage::Cors(policy) => cors::admit(policy, ctx),
+            RequestStage::RequestHeaders(edits) => {
+                edits.apply(&mut ctx.parts.headers);
+                Flow::Next
+            }
+            RequestStage::Rewrite(rw) => rewrite::apply(rw, ctx),
+            RequestStage::Redirect(r) => redirect::answer(r, ctx),
+            RequestStage::Mirror(m) => {
+                // A tunnel cannot be copied: upgrades are not mirrored.
+                if ctx.upgrade.is_none() && m.sampled() {
+                    ctx.mirrors.push(m);
+                }
+                Flow::Next
+            }
+        }
+    }
+}
+
+/// A rule's request stages, in phase order (spec order within a phase).
+#[derive(Debug, Default)]
+pub struct RequestStages(Box<[RequestStage]>);
+
+impl RequestStages {
+    pub fn new(mut stages: Vec<RequestStage>) -> Self {
+        // Stable: filters of one phase keep the order the rule gave them.
+        stages.sort_by_key(RequestStage::phase);
+        RequestStages(stages.into_boxed_slice())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &RequestStage> {
+        self.0.iter()
+    }
+
+    /// Runs every stage in order until one answers.
+    pub fn run<'r>(&'r self, ctx: &mut RequestCtx<'r>) -> Flow {
+        for stage in self.0.iter() {
+            if let Flow::Answer(response) = stage.run(ctx) {
+                return Flow::Answer(response);
+            }
+        }
+        Flow::Next
+    }
+}
+
+/// A rule's filters split into its request stages and its response header
+/// edits.
+pub fn compile(
+    filters: &[Filter],
+    clusters: &ClusterSet,
+    metrics: &Metrics,
+    label: &str,
+) -> (RequestStages, Vec<HeaderEdits>) {
+    let mut stages = Vec::new();
+    let mut response = Vec::new();
+    for filter in filters {
+        match filter {
+            Filter::RequestHeaders(m) => {
+                stages.push(RequestStage::RequestHeaders(HeaderEdits::compile(m)));
+            }
+            Filter::ResponseHeaders(m) => response.push(HeaderEdits::compile(m)),
+            Filter::Redirect(r) => stages.push(RequestStage::Redirect(r.clone())),
+            Filter::Rewrite(r) => stages.push(RequestStage::Rewrite(r.clone())),
+            Filter::Cors(c) => stages.push(RequestStage::Cors(CorsPolicy::compile(c))),
+            Filter::Mirror(m) => stages.push(RequestStage::Mirror(MirrorFilter::compile(
+                m,
+                clusters,
+                &metrics.mirrors,
+                label,
+            ))),
+        }
+    }
+    (RequestStages::new(stages), response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coxswain_ir::{Cors, HeaderModifier};
+
+    #[test]
+    fn stages_run_in_phase_order_and_keep_spec_order_within_a_phase() {
+        let set = |name: &str| {
+            Filter::RequestHeaders(HeaderModifier {
+                set: vec![coxswain_ir::Header {
+                    name: name.into(),
+                    value: "1".into(),
+                }],
+                ..HeaderModifier::default()
+            })
+        };
+        let filters = [
+            set("x-first"),
+            Filter::Cors(Cors::default()),
+            set("x-second"),
+        ];
+        let (stages, _) = compile(
+            &filters,
+            &ClusterSet::default(),
+            &Metrics::default(),
+            "ns/r/0",
+        );
+        let order: Vec<String> = stages
+            .iter()
+            .map(|s| match s {
+                RequestStage::Cors(_) => "cors".to_string(),
+                RequestStage::RequestHeaders(e) => e.set[0].0.to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(order, ["cors", "x-first", "x-second"]);
+    }
+}
