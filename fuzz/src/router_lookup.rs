@@ -271,6 +271,7 @@ fn build_config(input: &Input) -> (Config, Vec<Option<Hostname>>) {
             listeners,
         }],
         clusters: vec![],
+        extensions: Vec::new(),
     };
     (config, listener_hosts)
 }

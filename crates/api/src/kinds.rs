@@ -235,6 +235,10 @@ kinds! {
         field: backend_policies, kind: "CoxswainBackendPolicy", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: false,
     }
+    IpAccessControl: crate::IpAccessControl {
+        field: ip_access_controls, kind: "IpAccessControl", group: "gateway.coxswain-labs.dev",
+        versions: ["v1alpha1"], cluster_scoped: false, route_input: true,
+    }
     XBackendTrafficPolicy: crate::XBackendTrafficPolicy {
         field: backend_traffic_policies, kind: "XBackendTrafficPolicy", group: "gateway.networking.x-k8s.io",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: false,

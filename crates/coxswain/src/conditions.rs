@@ -227,7 +227,8 @@ pub fn all_statuses(statuses: &Statuses) -> Vec<(Kind, ObjectKey, Value)> {
                 .backend_traffic_policies
                 .keys()
                 .map(|k| (Kind::XBackendTrafficPolicy, k)),
-        );
+        )
+        .chain(statuses.filters.keys().map(|(kind, k)| (*kind, k)));
     keys.filter_map(|(kind, key)| {
         let status = statuses.status_json(kind, key)?;
         Some((kind, key.clone(), status))

@@ -16,16 +16,21 @@
 )]
 
 mod backend_policy;
+mod filter_status;
 mod gateway_parameters;
+mod ip_access;
 
 pub use backend_policy::{
     BackendPolicyTargetRef, BackendTimeouts, CircuitBreaker, CoxswainBackendPolicy,
     CoxswainBackendPolicySpec, CoxswainBackendPolicyStatus, LoadBalancer, PolicyAncestorRef,
     PolicyAncestorStatus, SessionPersistence,
 };
+pub use filter_status::FilterStatus;
 pub use gateway_parameters::{
     CoxswainGatewayParameters, CoxswainGatewayParametersSpec, ServiceTypeOverride,
 };
+
+pub use ip_access::{IpAccessControl, IpAccessControlSpec};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -37,11 +42,13 @@ pub const GROUP: &str = "gateway.coxswain-labs.dev";
 ///
 /// Only kinds something reads: CoxswainGatewayParameters is answered (a
 /// Gateway naming it gets `InvalidParameters` until dedicated proxy pools
-/// exist); CoxswainBackendPolicy is applied to the Services it targets.
+/// exist); CoxswainBackendPolicy is applied to the Services it targets;
+/// the filter kinds are enforced by the rules that reference them.
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![
         CoxswainBackendPolicy::crd(),
         CoxswainGatewayParameters::crd(),
+        IpAccessControl::crd(),
     ]
 }
 

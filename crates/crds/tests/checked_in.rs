@@ -41,7 +41,11 @@ fn crds_are_namespaced_in_our_group_with_a_schema() {
     let names: Vec<_> = crds.iter().map(|c| c.spec.names.kind.clone()).collect();
     assert_eq!(
         names,
-        ["CoxswainBackendPolicy", "CoxswainGatewayParameters"]
+        [
+            "CoxswainBackendPolicy",
+            "CoxswainGatewayParameters",
+            "IpAccessControl"
+        ]
     );
     for crd in crds {
         assert_eq!(crd.spec.group, coxswain_crds::GROUP);

@@ -1,5 +1,7 @@
 use serde::{Deserialize, Serialize};
 
+use crate::ExtensionKey;
+
 /// A request or response transformation, applied in the order given.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Filter {
@@ -12,6 +14,16 @@ pub enum Filter {
     Mirror(Mirror),
     /// CORS: preflights answered by the gateway, response headers added.
     Cors(Cors),
+    /// A Coxswain filter resource (an ExtensionRef), found in
+    /// [`crate::Config::extensions`].
+    Extension(ExtensionKey),
+    /// A filter that cannot be applied (an ExtensionRef that does not
+    /// resolve): the rule's requests are answered `status` (the spec says an
+    /// unresolved filter is never skipped).
+    Deny {
+        status: u16,
+        reason: String,
+    },
 }
 
 /// A CORS policy (GEP-1767). Origins are `*` or `scheme://host[:port]`,

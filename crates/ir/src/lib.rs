@@ -22,6 +22,7 @@
 mod backend_policy;
 mod cidr;
 mod cluster;
+mod extension;
 mod feedback;
 mod filter;
 mod hostname;
@@ -36,6 +37,7 @@ pub use cluster::{
     BackendTls, BackendTrust, Cluster, Endpoint, RetryBudget, SubjectAltName, UpstreamProtocol,
     UpstreamTls,
 };
+pub use extension::{Extension, ExtensionKey, ExtensionKind, ExtensionSpec, IpAccess};
 pub use feedback::UnboundSocket;
 pub use filter::{Cors, Filter, Header, HeaderModifier, Mirror, PathModifier, Redirect, Rewrite};
 pub use hostname::{Hostname, HostnameError};
@@ -54,7 +56,7 @@ pub use tls::{PrivateKeyPem, REDACTED_KEY, TlsCertificate};
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the IR's wire shape changes incompatibly.
-pub const IR_VERSION: u32 = 2;
+pub const IR_VERSION: u32 = 3;
 
 /// Upper bound (bytes) on the compiled size of any regular expression in the IR.
 /// The translator rejects larger patterns; the proxy compiles with this limit.
@@ -68,6 +70,9 @@ pub struct Config {
     pub sockets: Vec<Socket>,
     /// Upstream clusters referenced by routes, sorted by name.
     pub clusters: Vec<Cluster>,
+    /// Coxswain filter resources referenced by routes, sorted by key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<Extension>,
 }
 
 impl Config {
@@ -76,5 +81,12 @@ impl Config {
             .binary_search_by(|c| c.name.as_str().cmp(name))
             .ok()
             .and_then(|i| self.clusters.get(i))
+    }
+
+    pub fn extension(&self, key: &ExtensionKey) -> Option<&Extension> {
+        self.extensions
+            .binary_search_by(|e| e.key.cmp(key))
+            .ok()
+            .and_then(|i| self.extensions.get(i))
     }
 }

@@ -9,6 +9,7 @@ use crate::cluster::{ClusterSet, ClusterState};
 use crate::http::session::SessionPolicy;
 use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
 use crate::pipeline::RequestStages;
+use crate::pipeline::extensions::ExtensionSet;
 use crate::pipeline::headers::HeaderEdits;
 use crate::retry::RetryPolicy;
 use crate::router::{CompiledMatch, MatchError};
@@ -89,7 +90,7 @@ pub fn route_label(id: &RouteId) -> String {
 impl CompiledRoute {
     pub fn compile(
         route: &Route,
-        clusters: &ClusterSet,
+        (clusters, extensions): (&ClusterSet, &ExtensionSet),
         metrics: &Metrics,
     ) -> Result<Self, MatchError> {
         let matches = route
@@ -113,8 +114,12 @@ impl CompiledRoute {
             };
             (b.weight, backend)
         }));
-        let (stages, response_edits) =
-            crate::pipeline::compile_stages(&route.filters, clusters, metrics, &label);
+        let (stages, response_edits) = crate::pipeline::compile_stages(
+            &route.filters,
+            (clusters, extensions),
+            metrics,
+            &label,
+        );
         Ok(CompiledRoute {
             id: route.id.clone(),
             matches,

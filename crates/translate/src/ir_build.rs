@@ -1,13 +1,13 @@
 //! Assembles the IR: sockets from served listeners, routes in spec order,
 //! clusters for every referenced Service port.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use coxswain_api::{ObjectKey, Snapshot, same_objects};
 use coxswain_ir::{
-    Cluster, Config, HostSpecificity, IR_VERSION, Listener, Serve, Socket, TlsTermination,
-    Transport, UpstreamTls,
+    Cluster, Config, ExtensionKey, Filter, HostSpecificity, IR_VERSION, Listener, Serve, Socket,
+    TlsTermination, Transport, UpstreamTls,
 };
 
 use crate::endpoints::SliceIndex;
@@ -109,11 +109,31 @@ pub fn build_config(
         memo,
     );
 
+    let extensions = crate::extension::table(snapshot, &extension_keys(&sockets));
     Config {
         ir_version: IR_VERSION,
         sockets,
         clusters,
+        extensions,
     }
+}
+
+/// The filter resources the HTTP rules of `sockets` reference.
+fn extension_keys(sockets: &[Socket]) -> BTreeSet<ExtensionKey> {
+    sockets
+        .iter()
+        .flat_map(|s| &s.listeners)
+        .filter_map(|l| match &l.serve {
+            Serve::Http(routes) => Some(routes),
+            _ => None,
+        })
+        .flatten()
+        .flat_map(|r| &r.filters)
+        .filter_map(|f| match f {
+            Filter::Extension(key) => Some(key.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// What a listener of `protocol` serves: its routes, in spec order. A

@@ -19,6 +19,7 @@ mod conditions;
 mod data_plane;
 mod duration;
 mod endpoints;
+mod extension;
 mod features;
 mod gateway;
 mod gateway_class;
@@ -116,6 +117,7 @@ fn translate_memoised(
         backend_policies: backend_policies.statuses(&attachments.clusters, options),
         backend_traffic_policies: backend_traffic
             .statuses(&attachments.gateways_by_service, options),
+        filters: extension::statuses(snapshot, options),
         listener_sets: gateways
             .values()
             .flat_map(|gw| {

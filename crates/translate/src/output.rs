@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use coxswain_api::crds::CoxswainBackendPolicyStatus;
+use coxswain_api::crds::{CoxswainBackendPolicyStatus, FilterStatus};
 use coxswain_api::gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicyStatus;
 use coxswain_api::gateway_api::apis::standard::listenersets::ListenerSetStatus;
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
@@ -32,6 +32,8 @@ pub struct Statuses {
     pub listener_sets: BTreeMap<ObjectKey, ListenerSetStatus>,
     pub backend_policies: BTreeMap<ObjectKey, CoxswainBackendPolicyStatus>,
     pub backend_traffic_policies: BTreeMap<ObjectKey, XBackendTrafficPolicyStatus>,
+    /// Coxswain's filter resources (IpAccessControl, ...), by kind.
+    pub filters: BTreeMap<(Kind, ObjectKey), FilterStatus>,
 }
 
 /// The API kind of a route kind.
@@ -70,6 +72,9 @@ impl Statuses {
             Kind::CoxswainBackendPolicy => serde_json::to_value(self.backend_policies.get(key)?),
             Kind::XBackendTrafficPolicy => {
                 serde_json::to_value(self.backend_traffic_policies.get(key)?)
+            }
+            _ if self.filters.contains_key(&(kind, key.clone())) => {
+                serde_json::to_value(self.filters.get(&(kind, key.clone()))?)
             }
             _ => {
                 let route = (route_kind(kind)?, key.clone());

@@ -218,7 +218,9 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "backendtrafficpolicy",
                 "listenerset",
                 "endpoints",
-                "referencegrant"
+                "referencegrant",
+                "extensionref",
+                "ipaccesscontrol"
             ]
             .contains(&kind)
                 && name.contains('-'),

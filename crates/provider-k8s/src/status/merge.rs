@@ -3,7 +3,9 @@
 //! about a condition really changed, and with other controllers' route
 //! parents left alone. Also the "would this write change anything?" test.
 
-use coxswain_api::crds::{CoxswainBackendPolicyStatus, PolicyAncestorRef, PolicyAncestorStatus};
+use coxswain_api::crds::{
+    CoxswainBackendPolicyStatus, FilterStatus, PolicyAncestorRef, PolicyAncestorStatus,
+};
 use coxswain_api::gateway_api::apis::standard::backendtlspolicies::{
     BackendTlsPolicyStatus, BackendTlsPolicyStatusAncestors,
     BackendTlsPolicyStatusAncestorsAncestorRef,
@@ -50,6 +52,16 @@ fn merge_optional(
     desired: Option<Vec<Condition>>,
 ) -> Option<Vec<Condition>> {
     desired.map(|d| merge_conditions(live.map(Vec::as_slice).unwrap_or_default(), d))
+}
+
+/// A Coxswain filter resource's status: ours alone, conditions merged.
+pub fn merge_filter(live: Option<&FilterStatus>, desired: FilterStatus) -> FilterStatus {
+    FilterStatus {
+        conditions: merge_conditions(
+            live.map(|l| l.conditions.as_slice()).unwrap_or_default(),
+            desired.conditions,
+        ),
+    }
 }
 
 pub fn merge_gateway_class(

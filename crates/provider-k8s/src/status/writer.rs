@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coxswain_api::{ObjectKey, Snapshot};
+use coxswain_api::{Kind, ObjectKey, Snapshot};
 use coxswain_ir::RouteKind;
 use coxswain_translate::{RouteStatus, Statuses, api_kind};
 use futures::StreamExt;
@@ -21,8 +21,8 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until, timeout};
 
 use super::merge::{
-    merge_backend_policy, merge_backend_tls_policy, merge_backend_traffic_policy, merge_gateway,
-    merge_gateway_class, merge_listener_set, merge_route, same_ignoring_times,
+    merge_backend_policy, merge_backend_tls_policy, merge_backend_traffic_policy, merge_filter,
+    merge_gateway, merge_gateway_class, merge_listener_set, merge_route, same_ignoring_times,
 };
 use super::resources::ResourceWriter;
 use crate::metrics::Metrics;
@@ -135,6 +135,31 @@ macro_rules! write_policies {
     };
 }
 
+/// Queues the status writes of one Coxswain filter kind (its conditions
+/// are ours alone).
+macro_rules! write_filters {
+    ($plan:ident, $client:ident, $job:ident, $field:ident, $kind:ident) => {
+        for ((kind, key), desired) in &$job.statuses.filters {
+            if *kind != Kind::$kind {
+                continue;
+            }
+            if let Some(live) = $job.snapshot.$field.get(key) {
+                let merged = merge_filter(live.status.as_ref(), desired.clone());
+                let api = Api::namespaced($client.clone(), &key.namespace);
+                $plan.write(
+                    kind.name(),
+                    key,
+                    &**live,
+                    live.status.as_ref(),
+                    merged,
+                    api,
+                    |o, s| o.status = Some(s),
+                );
+            }
+        }
+    };
+}
+
 /// One pass over every status; returns how many writes failed.
 async fn pass(
     client: &Client,
@@ -233,6 +258,7 @@ async fn pass(
         "XBackendTrafficPolicy",
         merge_backend_traffic_policy
     );
+    write_filters!(plan, client, job, ip_access_controls, IpAccessControl);
     let writes = plan.writes;
     let limit = config.write_timeout;
     let mut bounded_writes: Vec<Bounded> = Vec::with_capacity(writes.len());

@@ -5,6 +5,7 @@
 //! | Phase | Stages | Why at this point |
 //! | --- | --- | --- |
 //! | hygiene | hop-by-hop strip, upgrade kept, `x-forwarded-client-cert` | before any filter: a client's `Connection` list can only name its own headers, and only the gateway speaks for the client certificate |
+//! | network | IpAccessControl; filters that cannot be applied (a missing ExtensionRef) refuse every request | who may send requests here at all, before any work is spent |
 //! | admission | CORS preflight | a browser's preflight carries no credentials, so it is answered before authentication |
 //! | authn | (identity filters) | who the client is, before anything spends work on it |
 //! | authz | (authorisation filters) | needs the identity |
@@ -20,8 +21,10 @@
 
 mod context;
 mod cors;
+pub mod extensions;
 pub mod headers;
 mod hygiene;
+mod ip_access;
 mod mirror;
 mod redirect;
 mod response;

@@ -1,11 +1,16 @@
 //! A route's request stages, compiled from its IR filters and kept in
 //! phase order.
 
+use std::sync::Arc;
+
 use coxswain_ir::{Filter, Redirect, Rewrite};
+use http::StatusCode;
 
 use super::context::RequestCtx;
-use super::{Flow, cors, headers, redirect, rewrite};
+use super::extensions::{CompiledExtension, ExtensionSet, broken_status};
+use super::{Flow, cors, headers, ip_access, redirect, rewrite};
 use crate::cluster::ClusterSet;
+use crate::http::body::plain;
 use crate::http::cors::CorsPolicy;
 use crate::metrics::Metrics;
 use crate::mirror::MirrorFilter;
@@ -15,6 +20,9 @@ use headers::HeaderEdits;
 /// [`super`]). Stages of an earlier phase always run first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Phase {
+    /// Who may send requests here at all: address ranges, and filters
+    /// that cannot be applied (their requests are refused outright).
+    Network,
     Admission,
     Authn,
     Authz,
@@ -25,6 +33,11 @@ pub enum Phase {
 /// One step a route takes on a request before it goes upstream.
 #[derive(Debug)]
 pub enum RequestStage {
+    /// A filter that cannot be applied: every request is answered with
+    /// this status.
+    Deny(StatusCode),
+    /// A Coxswain filter resource (ExtensionRef).
+    Extension(Arc<CompiledExtension>),
     /// CORS: a preflight is answered here; an allowed origin's request
     /// gets its response headers planned.
     Cors(CorsPolicy),
@@ -37,6 +50,10 @@ pub enum RequestStage {
 impl RequestStage {
     pub fn phase(&self) -> Phase {
         match self {
+            RequestStage::Deny(_) => Phase::Network,
+            RequestStage::Extension(e) => match &**e {
+                CompiledExtension::IpAccess(_) | CompiledExtension::Broken { .. } => Phase::Network,
+            },
             RequestStage::Cors(_) => Phase::Admission,
             RequestStage::RequestHeaders(_)
             | RequestStage::Rewrite(_)
@@ -47,6 +64,14 @@ impl RequestStage {
 
     fn run<'r>(&'r self, ctx: &mut RequestCtx<'r>) -> Flow {
         match self {
+            RequestStage::Deny(status) => Flow::Answer(plain(*status, "filter unavailable\n")),
+            RequestStage::Extension(e) => match &**e {
+                CompiledExtension::IpAccess(access) => ip_access::admit(access, ctx),
+                CompiledExtension::Broken { status, reason } => {
+                    tracing::debug!(%reason, "filter cannot be enforced");
+                    Flow::Answer(plain(*status, "filter unavailable\n"))
+                }
+            },
             RequestStage::Cors(policy) => cors::admit(policy, ctx),
             RequestStage::RequestHeaders(edits) => {
                 edits.apply(&mut ctx.parts.headers);
@@ -95,7 +120,7 @@ impl RequestStages {
 /// edits.
 pub fn compile(
     filters: &[Filter],
-    clusters: &ClusterSet,
+    (clusters, extensions): (&ClusterSet, &ExtensionSet),
     metrics: &Metrics,
     label: &str,
 ) -> (RequestStages, Vec<HeaderEdits>) {
@@ -116,6 +141,17 @@ pub fn compile(
                 &metrics.mirrors,
                 label,
             ))),
+            Filter::Extension(key) => stages.push(match extensions.get(key) {
+                Some(e) => RequestStage::Extension(e.clone()),
+                None => {
+                    tracing::warn!(route = label, %key, "filter resource missing from the config");
+                    RequestStage::Deny(StatusCode::INTERNAL_SERVER_ERROR)
+                }
+            }),
+            Filter::Deny { status, reason } => {
+                tracing::debug!(route = label, %reason, "rule refuses its requests");
+                stages.push(RequestStage::Deny(broken_status(*status)));
+            }
         }
     }
     (RequestStages::new(stages), response)
@@ -144,7 +180,7 @@ mod tests {
         ];
         let (stages, _) = compile(
             &filters,
-            &ClusterSet::default(),
+            (&ClusterSet::default(), &ExtensionSet::default()),
             &Metrics::default(),
             "ns/r/0",
         );

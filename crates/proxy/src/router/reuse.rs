@@ -14,6 +14,7 @@ use crate::backend_tls::BackendIdentity;
 
 use crate::cluster::ClusterSet;
 use crate::metrics::Metrics;
+use crate::pipeline::extensions::ExtensionSet;
 use crate::route::CompiledRoute;
 
 use super::MatchError;
@@ -47,6 +48,8 @@ type ByAddress =
 pub struct RouteCache {
     /// The clusters the cached routes resolved their backends against.
     cluster_set: Option<Arc<ClusterSet>>,
+    /// The filter resources they resolved their ExtensionRefs against.
+    extension_set: Option<Arc<ExtensionSet>>,
     /// By address (`Arc::as_ptr`), only ever compared; the `Arc<Route>` is
     /// held so no other route can take that address meanwhile.
     routes: ByAddress,
@@ -62,12 +65,14 @@ pub struct Reuse<'c> {
     previous: ByAddress,
     cache: &'c mut RouteCache,
     pub clusters: Arc<ClusterSet>,
+    pub extensions: Arc<ExtensionSet>,
 }
 
 impl RouteCache {
     /// Starts a compile of `config`. Clusters whose settings did not
-    /// change are kept (their endpoints updated in place); when every
-    /// cluster was kept, the cached routes are reused, else none is.
+    /// change are kept (their endpoints updated in place), and filter
+    /// resources whose IR did not; when every cluster and every filter
+    /// resource was kept, the cached routes are reused, else none is.
     pub fn begin(&mut self, config: &Config, metrics: &Metrics) -> Reuse<'_> {
         self.identities
             .retain(|(_, identity)| Arc::strong_count(identity) > 1);
@@ -81,6 +86,13 @@ impl RouteCache {
             .as_ref()
             .is_some_and(|old| set.same_clusters(old));
         self.cluster_set = Some(set.clone());
+        let extensions = Arc::new(ExtensionSet::compile(config, self.extension_set.as_deref()));
+        let kept = kept
+            && self
+                .extension_set
+                .as_ref()
+                .is_some_and(|old| extensions.same_entries(old));
+        self.extension_set = Some(extensions.clone());
         let previous = if kept {
             let capacity = self.routes.len();
             let previous = std::mem::take(&mut self.routes);
@@ -95,6 +107,7 @@ impl RouteCache {
             previous,
             cache: self,
             clusters,
+            extensions,
         }
     }
 }
@@ -137,7 +150,11 @@ impl Reuse<'_> {
             Some((_, compiled)) => compiled.clone(),
             None => {
                 metrics.routes_compiled.fetch_add(1, Ordering::Relaxed);
-                Arc::new(CompiledRoute::compile(route, &self.clusters, metrics)?)
+                Arc::new(CompiledRoute::compile(
+                    route,
+                    (&self.clusters, &self.extensions),
+                    metrics,
+                )?)
             }
         };
         self.cache

@@ -275,6 +275,7 @@ pub fn config(sockets: Vec<Socket>, mut clusters: Vec<Cluster>) -> Arc<Config> {
         ir_version: coxswain_ir::IR_VERSION,
         sockets,
         clusters,
+        extensions: Vec::new(),
     })
 }
 

@@ -59,6 +59,7 @@ fn one_socket(routes: Vec<Route>) -> Config {
             listeners: vec![listener],
         }],
         clusters: vec![],
+        extensions: vec![],
     }
 }
 

@@ -3,7 +3,7 @@
 //! implementation ([`attach_routes`]).
 
 mod attach;
-mod backends;
+pub(crate) mod backends;
 mod grpc;
 mod hostnames;
 mod http;

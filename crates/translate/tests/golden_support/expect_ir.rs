@@ -19,6 +19,18 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
                 (Some(c), _) => check_fields(&to_json(c), rest, text),
             }
         }
+        "extension" => {
+            // `extension=<Kind>/<namespace>/<name>`
+            let found = ir.extensions.iter().find(|e| {
+                format!("{}/{}/{}", e.key.kind.as_str(), e.key.namespace, e.key.name) == value
+            });
+            match (found, rest) {
+                (None, ["absent"]) => Ok(()),
+                (None, _) => Err(format!("no extension {value} in the IR")),
+                (Some(_), ["absent"]) => Err(format!("extension {value} should be absent")),
+                (Some(e), _) => check_fields(&to_json(&e.spec), rest, text),
+            }
+        }
         "socket" => {
             let socket = ir.sockets.iter().find(|s| socket_id(s) == value);
             match (socket, rest) {

@@ -157,6 +157,7 @@ const WATCHED: &[(&str, &str)] = &[
     (GW, "backendtlspolicies"),
     (GW, "referencegrants"),
     (COXSWAIN, "coxswainbackendpolicies"),
+    (COXSWAIN, "ipaccesscontrols"),
     (GW_X, "xbackendtrafficpolicies"),
     (CORE, "services"),
     ("discovery.k8s.io", "endpointslices"),
@@ -190,7 +191,9 @@ fn needed() -> Vec<Access> {
     for &resource in WITH_STATUS {
         all.push(Access::new("update", GW, resource).sub("status"));
     }
-    all.push(Access::new("update", COXSWAIN, "coxswainbackendpolicies").sub("status"));
+    for resource in ["coxswainbackendpolicies", "ipaccesscontrols"] {
+        all.push(Access::new("update", COXSWAIN, resource).sub("status"));
+    }
     all.push(Access::new("update", GW_X, "xbackendtrafficpolicies").sub("status"));
     // Per-Gateway ServiceAccount (every mode) and Service (LoadBalancer
     // mode, the chart's default): server-side apply, a patch that is also

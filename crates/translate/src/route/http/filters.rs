@@ -20,15 +20,18 @@ use crate::route::backends::{ClusterSpec, Unresolved};
 /// matches (ReplacePrefixMatch needs every one of them to be a PathPrefix);
 /// `mirrors` the resolved backendRef of each RequestMirror filter, in order.
 /// A mirror whose backendRef did not resolve is left out (the route's
-/// ResolvedRefs says why); the rule still serves.
+/// ResolvedRefs says why); the rule still serves. `extensions` holds what
+/// each ExtensionRef filter resolved to, in order.
 pub fn compile_rule_filters(
     filters: Option<&[HttpRouteRulesFilters]>,
     matches: &[RouteMatch],
     mirrors: &[Result<ClusterSpec, Unresolved>],
+    extensions: &[Filter],
 ) -> Result<Vec<Filter>, String> {
     let mut out = Vec::new();
     let mut seen: Vec<&'static str> = Vec::new();
     let mut mirrors = mirrors.iter();
+    let mut extensions = extensions.iter();
     for f in filters.unwrap_or_default() {
         let (name, filter) = match f.r#type {
             HttpRouteRulesFiltersType::RequestHeaderModifier => {
@@ -85,7 +88,16 @@ pub fn compile_rule_filters(
                 }
                 continue; // may appear more than once per rule
             }
-            HttpRouteRulesFiltersType::ExtensionRef => return Err(unsupported("ExtensionRef")),
+            HttpRouteRulesFiltersType::ExtensionRef => {
+                f.extension_ref
+                    .as_ref()
+                    .ok_or_else(|| missing("extensionRef"))?;
+                let resolved = extensions
+                    .next()
+                    .ok_or_else(|| "ExtensionRef was not resolved".to_string())?;
+                out.push(resolved.clone());
+                continue; // may appear more than once per rule
+            }
             HttpRouteRulesFiltersType::Cors => {
                 let c = f.cors.as_ref().ok_or_else(|| missing("cors"))?;
                 ("CORS", Filter::Cors(compile_cors(c)?))
@@ -367,27 +379,35 @@ mod tests {
 
     #[test]
     fn redirect_defaults_to_302_and_rejects_other_codes() {
-        let got = compile_rule_filters(Some(&[redirect_filter(None, None)]), &prefix_match(), &[])
-            .unwrap();
+        let got = compile_rule_filters(
+            Some(&[redirect_filter(None, None)]),
+            &prefix_match(),
+            &[],
+            &[],
+        )
+        .unwrap();
         assert!(matches!(&got[0], Filter::Redirect(r) if r.status_code == 302));
         for code in [301, 303, 307, 308] {
             assert!(
-                compile_rule_filters(Some(&[redirect_filter(Some(code), None)]), &[], &[]).is_ok()
+                compile_rule_filters(Some(&[redirect_filter(Some(code), None)]), &[], &[], &[])
+                    .is_ok()
             );
         }
-        assert!(compile_rule_filters(Some(&[redirect_filter(Some(304), None)]), &[], &[]).is_err());
+        assert!(
+            compile_rule_filters(Some(&[redirect_filter(Some(304), None)]), &[], &[], &[]).is_err()
+        );
     }
 
     #[test]
     fn replace_prefix_match_needs_prefix_matches() {
         let f = [redirect_filter(None, Some("/v2"))];
-        assert!(compile_rule_filters(Some(&f), &prefix_match(), &[]).is_ok());
+        assert!(compile_rule_filters(Some(&f), &prefix_match(), &[], &[]).is_ok());
         let exact = vec![RouteMatch {
             grpc: None,
             path: PathMatch::Exact("/api".into()),
             ..prefix_match().remove(0)
         }];
-        assert!(compile_rule_filters(Some(&f), &exact, &[]).is_err());
+        assert!(compile_rule_filters(Some(&f), &exact, &[], &[]).is_err());
     }
 
     #[test]
@@ -403,11 +423,11 @@ mod tests {
             }),
             ..Default::default()
         };
-        let got = compile_rule_filters(Some(&[f("X-Foo")]), &[], &[]).unwrap();
+        let got = compile_rule_filters(Some(&[f("X-Foo")]), &[], &[], &[]).unwrap();
         assert!(matches!(&got[0], Filter::RequestHeaders(m) if m.set[0].name == "x-foo"));
-        assert!(compile_rule_filters(Some(&[f("bad header")]), &[], &[]).is_err());
-        assert!(compile_rule_filters(Some(&[f("Transfer-Encoding")]), &[], &[]).is_err());
-        assert!(compile_rule_filters(Some(&[f("connection")]), &[], &[]).is_err());
+        assert!(compile_rule_filters(Some(&[f("bad header")]), &[], &[], &[]).is_err());
+        assert!(compile_rule_filters(Some(&[f("Transfer-Encoding")]), &[], &[], &[]).is_err());
+        assert!(compile_rule_filters(Some(&[f("connection")]), &[], &[], &[]).is_err());
     }
 
     #[test]
@@ -426,11 +446,11 @@ mod tests {
             r#type: HttpRouteRulesFiltersType::ExternalAuth,
             ..Default::default()
         };
-        assert!(compile_rule_filters(Some(&[external]), &[], &[]).is_err());
+        assert!(compile_rule_filters(Some(&[external]), &[], &[], &[]).is_err());
         let mirror = HttpRouteRulesFilters {
             r#type: HttpRouteRulesFiltersType::RequestMirror,
             ..Default::default()
         };
-        assert!(compile_rule_filters(Some(&[mirror]), &[], &[]).is_err());
+        assert!(compile_rule_filters(Some(&[mirror]), &[], &[], &[]).is_err());
     }
 }

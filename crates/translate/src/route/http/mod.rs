@@ -19,6 +19,7 @@ use coxswain_api::{HttpRoute, ObjectKey};
 use coxswain_ir::RouteKind;
 
 use crate::conditions::Reason;
+use crate::extension::RefOutcome;
 use crate::route::RuleError;
 use crate::route::backends::{Lookup, Unresolved};
 
@@ -69,11 +70,18 @@ pub fn compile_rules<'r>(
     for (i, (rule, error)) in rules.enumerate() {
         let targets = rules::resolve_backends(lookup, kind, &key.namespace, &rule);
         let mirrors = mirror::resolve(lookup, kind, &key.namespace, &rule);
+        let extensions = rules::resolve_extensions(lookup, kind, &key.namespace, &rule);
         if out.unresolved.is_none() {
             out.unresolved = targets
                 .iter()
                 .chain(&mirrors)
-                .find_map(|t| t.as_ref().err().cloned());
+                .find_map(|t| t.as_ref().err().cloned())
+                .or_else(|| {
+                    extensions.iter().find_map(|e| match e {
+                        RefOutcome::Filter(_, problem) => problem.clone(),
+                        RefOutcome::NotForRouteKind(_) => None,
+                    })
+                });
         }
         let index = u32::try_from(i).unwrap_or(u32::MAX);
         if let Some(message) = error {
@@ -83,7 +91,7 @@ pub fn compile_rules<'r>(
             });
             continue;
         }
-        match rules::compile_rule(index, &rule, targets, &mirrors) {
+        match rules::compile_rule(index, &rule, targets, &mirrors, extensions) {
             Ok(r) => out.rules.push(r),
             Err(e) => out.rule_errors.push(e),
         }

@@ -11,6 +11,7 @@ use super::retry::compile_retry;
 use super::session::compile_session;
 use crate::conditions::Reason;
 use crate::duration::parse_duration_ms;
+use crate::extension::{self, RefOutcome};
 use crate::route::backends::{self, ClusterSpec, Lookup, Unresolved};
 use crate::route::object::BackendRef;
 use crate::route::{CompiledBackend, RuleError};
@@ -44,13 +45,36 @@ pub fn resolve_backends(
         .collect()
 }
 
+/// What each ExtensionRef filter of a rule resolves to, in order.
+pub fn resolve_extensions(
+    lookup: &Lookup<'_>,
+    kind: RouteKind,
+    route_ns: &str,
+    rule: &HttpRouteRules,
+) -> Vec<RefOutcome> {
+    rule.filters
+        .iter()
+        .flatten()
+        .filter_map(|f| f.extension_ref.as_ref())
+        .map(|r| {
+            extension::resolve_ref(
+                lookup.snapshot,
+                kind,
+                route_ns,
+                (&r.group, &r.kind, &r.name),
+            )
+        })
+        .collect()
+}
+
 /// Validates a rule. `targets` and `mirrors` are its backendRefs and its
-/// mirrors' backendRefs, resolved.
+/// mirrors' backendRefs, resolved; `extensions` its ExtensionRefs.
 pub fn compile_rule(
     index: u32,
     rule: &HttpRouteRules,
     targets: Vec<Result<ClusterSpec, Unresolved>>,
     mirrors: &[Result<ClusterSpec, Unresolved>],
+    extensions: Vec<RefOutcome>,
 ) -> Result<CompiledRule, RuleError> {
     if has_incompatible_filters(rule) {
         return Err(RuleError {
@@ -62,9 +86,21 @@ pub fn compile_rule(
         reason: Reason::UnsupportedValue,
         message: format!("rule {index}: {e}"),
     };
+    let mut extension_filters = Vec::new();
+    for outcome in extensions {
+        match outcome {
+            RefOutcome::Filter(filter, _) => extension_filters.push(filter),
+            RefOutcome::NotForRouteKind(message) => return Err(prefix(message)),
+        }
+    }
     let matches = compile_matches(rule.matches.as_deref()).map_err(prefix)?;
-    let filters =
-        compile_rule_filters(rule.filters.as_deref(), &matches, mirrors).map_err(prefix)?;
+    let filters = compile_rule_filters(
+        rule.filters.as_deref(),
+        &matches,
+        mirrors,
+        &extension_filters,
+    )
+    .map_err(prefix)?;
     let timeouts = compile_timeouts(rule.timeouts.as_ref()).map_err(prefix)?;
     let retry = compile_retry(rule.retry.as_ref()).map_err(prefix)?;
     let session = compile_session(rule.session_persistence.as_ref()).map_err(prefix)?;

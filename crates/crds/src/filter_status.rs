@@ -1,0 +1,15 @@
+//! The status every Coxswain filter resource carries: whether the gateway
+//! enforces it, and whether what it references resolved.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `Accepted` (the spec is valid and enforced) and `ResolvedRefs` (the
+/// Secrets, ConfigMaps or Services it names exist and may be read).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FilterStatus {
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}

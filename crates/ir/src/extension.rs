@@ -1,0 +1,107 @@
+//! Coxswain's own filters (ExtensionRef custom resources), kept once per
+//! config in [`crate::Config::extensions`] and referenced by rules through
+//! [`crate::Filter::Extension`]: a Secret or key set read by several rules
+//! is resolved and compiled once, and changing it touches no route.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::IpCidr;
+
+/// The kinds of Coxswain filter resources (group
+/// `gateway.coxswain-labs.dev`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ExtensionKind {
+    IpAccessControl,
+}
+
+impl ExtensionKind {
+    pub const ALL: &'static [ExtensionKind] = &[ExtensionKind::IpAccessControl];
+
+    /// The resource's Kubernetes `kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtensionKind::IpAccessControl => "IpAccessControl",
+        }
+    }
+}
+
+/// Which resource: kind, namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ExtensionKey {
+    pub kind: ExtensionKind,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl fmt::Display for ExtensionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.kind.as_str(), self.namespace, self.name)
+    }
+}
+
+/// One filter resource, resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Extension {
+    pub key: ExtensionKey,
+    pub spec: ExtensionSpec,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ExtensionSpec {
+    IpAccess(IpAccess),
+    /// The resource cannot be enforced (for instance, the Secret it reads
+    /// is missing): the requests of every rule using it are answered
+    /// `status` and never reach a backend.
+    Broken {
+        status: u16,
+        reason: String,
+    },
+}
+
+/// IpAccessControl: the client's address must be in no `deny` range, and
+/// in one of the `allow` ranges when there are any; else 403.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpAccess {
+    pub allow: Vec<IpCidr>,
+    pub deny: Vec<IpCidr>,
+}
+
+impl IpAccess {
+    pub fn admits(&self, ip: std::net::IpAddr) -> bool {
+        !self.deny.iter().any(|c| c.contains(ip))
+            && (self.allow.is_empty() || self.allow.iter().any(|c| c.contains(ip)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(allow: &[&str], deny: &[&str]) -> IpAccess {
+        let parse = |v: &[&str]| v.iter().map(|s| s.parse().unwrap()).collect();
+        IpAccess {
+            allow: parse(allow),
+            deny: parse(deny),
+        }
+    }
+
+    #[test]
+    fn deny_first_then_allow() {
+        let a = access(&["203.0.113.0/24", "2001:db8::/32"], &["203.0.113.5"]);
+        assert!(a.admits("203.0.113.9".parse().unwrap()));
+        assert!(!a.admits("203.0.113.5".parse().unwrap()), "deny wins");
+        assert!(!a.admits("198.51.100.1".parse().unwrap()), "outside allow");
+        assert!(a.admits("2001:db8::1".parse().unwrap()));
+        assert!(!a.admits("2001:db9::1".parse().unwrap()));
+    }
+
+    #[test]
+    fn empty_lists_admit_everyone_and_deny_alone_only_denies() {
+        assert!(access(&[], &[]).admits("192.0.2.1".parse().unwrap()));
+        let d = access(&[], &["192.0.2.0/24"]);
+        assert!(!d.admits("192.0.2.1".parse().unwrap()));
+        assert!(d.admits("192.0.3.1".parse().unwrap()));
+    }
+}

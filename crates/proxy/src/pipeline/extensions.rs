@@ -1,0 +1,84 @@
+//! The config's filter resources (ExtensionRefs), compiled once and shared
+//! by every rule that references them. An entry whose IR did not change is
+//! the same object after a reload, so what it holds at run time (counters,
+//! fetched keys) survives, and routes using it need no recompiling.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use coxswain_ir::{Config, ExtensionKey, ExtensionSpec, IpAccess};
+
+/// One filter resource as the stages use it.
+#[derive(Debug)]
+pub enum CompiledExtension {
+    IpAccess(IpAccess),
+    /// Cannot be enforced: its rules answer `status`.
+    Broken {
+        status: http::StatusCode,
+        reason: String,
+    },
+}
+
+impl CompiledExtension {
+    fn compile(spec: &ExtensionSpec) -> Self {
+        match spec {
+            ExtensionSpec::IpAccess(access) => CompiledExtension::IpAccess(access.clone()),
+            ExtensionSpec::Broken { status, reason } => CompiledExtension::Broken {
+                status: broken_status(*status),
+                reason: reason.clone(),
+            },
+        }
+    }
+}
+
+/// The status a broken filter answers: its own when it is an error
+/// status, else 500.
+pub fn broken_status(status: u16) -> http::StatusCode {
+    http::StatusCode::from_u16(status)
+        .ok()
+        .filter(|s| s.is_client_error() || s.is_server_error())
+        .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+type Entry = (ExtensionSpec, Arc<CompiledExtension>);
+
+/// Every filter resource of one config, by key.
+#[derive(Debug, Default)]
+pub struct ExtensionSet(HashMap<ExtensionKey, Entry>);
+
+impl ExtensionSet {
+    /// Compiles `config`'s resources, keeping `previous` entries whose IR
+    /// is unchanged.
+    pub fn compile(config: &Config, previous: Option<&ExtensionSet>) -> Self {
+        let entries = config
+            .extensions
+            .iter()
+            .map(|e| {
+                let kept = previous
+                    .and_then(|p| p.0.get(&e.key))
+                    .filter(|(spec, _)| *spec == e.spec)
+                    .map(|(_, compiled)| compiled.clone());
+                let compiled =
+                    kept.unwrap_or_else(|| Arc::new(CompiledExtension::compile(&e.spec)));
+                (e.key.clone(), (e.spec.clone(), compiled))
+            })
+            .collect();
+        ExtensionSet(entries)
+    }
+
+    pub fn get(&self, key: &ExtensionKey) -> Option<&Arc<CompiledExtension>> {
+        self.0.get(key).map(|(_, compiled)| compiled)
+    }
+
+    /// Exactly the same compiled entries as `other` (routes compiled
+    /// against one may be reused with the other).
+    pub fn same_entries(&self, other: &ExtensionSet) -> bool {
+        self.0.len() == other.0.len()
+            && self.0.iter().all(|(key, (_, compiled))| {
+                other
+                    .0
+                    .get(key)
+                    .is_some_and(|(_, o)| Arc::ptr_eq(compiled, o))
+            })
+    }
+}

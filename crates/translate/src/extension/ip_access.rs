@@ -1,0 +1,43 @@
+//! IpAccessControl: allow and deny CIDR lists.
+//!
+//! Unlike the user guide (which skips an invalid entry), one invalid
+//! entry makes the whole resource unenforceable: its rules answer 500 and
+//! its status says which entry. Skipping a `deny` entry would silently
+//! admit the clients it was meant to refuse.
+
+use coxswain_api::IpAccessControl;
+use coxswain_ir::{ExtensionSpec, IpAccess, IpCidr};
+
+use super::{Resolved, accepted, invalid};
+
+pub fn resolve(cr: &IpAccessControl) -> Resolved {
+    match parse(cr) {
+        Ok(access) => Resolved {
+            spec: ExtensionSpec::IpAccess(access),
+            conditions: accepted(),
+        },
+        Err(message) => Resolved {
+            spec: ExtensionSpec::Broken {
+                status: 500,
+                reason: message.clone(),
+            },
+            conditions: invalid(message),
+        },
+    }
+}
+
+fn parse(cr: &IpAccessControl) -> Result<IpAccess, String> {
+    let list = |field: &str, values: &[String]| {
+        values
+            .iter()
+            .map(|v| {
+                v.parse::<IpCidr>()
+                    .map_err(|e| format!("spec.{field}: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(IpAccess {
+        allow: list("allow", &cr.spec.allow)?,
+        deny: list("deny", &cr.spec.deny)?,
+    })
+}

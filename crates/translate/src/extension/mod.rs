@@ -1,0 +1,224 @@
+//! Coxswain's own filter resources (group `gateway.coxswain-labs.dev`),
+//! referenced from route rules by ExtensionRef filters. One file per kind
+//! turns a resource into its IR [`ExtensionSpec`] and its status.
+//!
+//! - A rule's ExtensionRef becomes [`Filter::Extension`] when the resource
+//!   exists, and [`Filter::Deny`] (500) when it does not or names a kind
+//!   we do not have: the spec says an unresolved filter is never skipped.
+//!   The route's `ResolvedRefs` is then False (`InvalidKind` or
+//!   `BackendNotFound`, the reasons the spec uses for backendRefs).
+//! - A kind that does not apply to GRPCRoute drops the GRPCRoute rule
+//!   (`PartiallyInvalid` / `UnsupportedValue`), so it never serves
+//!   unfiltered.
+//! - The resources a config's rules use are resolved once into
+//!   [`coxswain_ir::Config::extensions`]; each one's Secrets and
+//!   ConfigMaps are read there, not in route translation, so rotating a
+//!   Secret recompiles no route.
+
+mod ip_access;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use coxswain_api::crds::FilterStatus;
+use coxswain_api::{Kind, ObjectKey, Snapshot};
+use coxswain_ir::{Extension, ExtensionKey, ExtensionKind, ExtensionSpec, Filter, RouteKind};
+
+use crate::Options;
+use crate::conditions::{Cond, Reason, Stamp};
+use crate::route::backends::Unresolved;
+
+/// The API group of Coxswain's resources.
+pub const GROUP: &str = "gateway.coxswain-labs.dev";
+
+/// The kind of Snapshot object behind an extension kind.
+pub fn api_kind(kind: ExtensionKind) -> Kind {
+    match kind {
+        ExtensionKind::IpAccessControl => Kind::IpAccessControl,
+    }
+}
+
+/// Whether a GRPCRoute rule may use the kind (the user guide's list).
+fn applies_to_grpc(kind: ExtensionKind) -> bool {
+    match kind {
+        ExtensionKind::IpAccessControl => true,
+    }
+}
+
+/// What a rule's ExtensionRef compiles to.
+pub enum RefOutcome {
+    /// The filter, and the `ResolvedRefs` problem when it is a `Deny`.
+    Filter(Filter, Option<Unresolved>),
+    /// The kind exists but not for this route kind: the rule is invalid.
+    NotForRouteKind(String),
+}
+
+/// Resolves the ExtensionRef `(group, kind, name)` of a rule of a
+/// `route_kind` route in `namespace` (ExtensionRefs are local references).
+pub fn resolve_ref(
+    snapshot: &Snapshot,
+    route_kind: RouteKind,
+    namespace: &str,
+    (group, kind, name): (&str, &str, &str),
+) -> RefOutcome {
+    let deny = |reason: Reason, message: String| {
+        RefOutcome::Filter(
+            Filter::Deny {
+                status: 500,
+                reason: message.clone(),
+            },
+            Some((reason, message)),
+        )
+    };
+    let found = (group == GROUP)
+        .then(|| {
+            ExtensionKind::ALL
+                .iter()
+                .copied()
+                .find(|k| k.as_str() == kind)
+        })
+        .flatten();
+    let Some(extension_kind) = found else {
+        return deny(
+            Reason::InvalidKind,
+            format!("ExtensionRef {group}/{kind} {name}: not a filter kind Coxswain has"),
+        );
+    };
+    if route_kind == RouteKind::Grpc && !applies_to_grpc(extension_kind) {
+        return RefOutcome::NotForRouteKind(format!("{kind} does not apply to GRPCRoute"));
+    }
+    let key = ObjectKey {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+    };
+    if !exists(snapshot, extension_kind, &key) {
+        return deny(
+            Reason::BackendNotFound,
+            format!("ExtensionRef {kind} {key} not found"),
+        );
+    }
+    RefOutcome::Filter(
+        Filter::Extension(ExtensionKey {
+            kind: extension_kind,
+            namespace: key.namespace,
+            name: key.name,
+        }),
+        None,
+    )
+}
+
+fn exists(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> bool {
+    match kind {
+        ExtensionKind::IpAccessControl => snapshot.ip_access_controls.contains_key(key),
+    }
+}
+
+/// A resource as the data plane enforces it, and its status conditions.
+pub struct Resolved {
+    pub spec: ExtensionSpec,
+    pub conditions: Vec<Cond>,
+}
+
+fn resolve(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> Option<Resolved> {
+    match kind {
+        ExtensionKind::IpAccessControl => snapshot
+            .ip_access_controls
+            .get(key)
+            .map(|cr| ip_access::resolve(cr)),
+    }
+}
+
+/// The IR table of the resources `keys` name (sorted by key).
+pub fn table(snapshot: &Snapshot, keys: &BTreeSet<ExtensionKey>) -> Vec<Extension> {
+    keys.iter()
+        .map(|key| {
+            let object = ObjectKey {
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+            };
+            let spec = match resolve(snapshot, key.kind, &object) {
+                Some(resolved) => resolved.spec,
+                // Rules only reference resources that exist; this is the
+                // safe answer should one vanish between the two reads.
+                None => ExtensionSpec::Broken {
+                    status: 500,
+                    reason: format!("{key} not found"),
+                },
+            };
+            Extension {
+                key: key.clone(),
+                spec,
+            }
+        })
+        .collect()
+}
+
+/// The status of every filter resource in the snapshot.
+pub fn statuses(
+    snapshot: &Snapshot,
+    options: &Options,
+) -> BTreeMap<(Kind, ObjectKey), FilterStatus> {
+    let mut out = BTreeMap::new();
+    for kind in ExtensionKind::ALL {
+        for (key, generation) in objects(snapshot, *kind) {
+            let Some(resolved) = resolve(snapshot, *kind, &key) else {
+                continue;
+            };
+            let stamp = Stamp {
+                generation,
+                now: &options.now,
+            };
+            out.insert(
+                (api_kind(*kind), key),
+                FilterStatus {
+                    conditions: stamp.all(resolved.conditions),
+                },
+            );
+        }
+    }
+    out
+}
+
+/// Keys and generations of every resource of `kind`.
+fn objects(snapshot: &Snapshot, kind: ExtensionKind) -> Vec<(ObjectKey, Option<i64>)> {
+    match kind {
+        ExtensionKind::IpAccessControl => snapshot
+            .ip_access_controls
+            .iter()
+            .map(|(k, o)| (k.clone(), o.metadata.generation))
+            .collect(),
+    }
+}
+
+/// The conditions of a resource the data plane enforces as given.
+pub fn accepted() -> Vec<Cond> {
+    use crate::conditions::ConditionType;
+    vec![
+        Cond::new(
+            ConditionType::Accepted,
+            true,
+            Reason::Accepted,
+            "enforced by the rules that reference it",
+        ),
+        Cond::new(
+            ConditionType::ResolvedRefs,
+            true,
+            Reason::ResolvedRefs,
+            "all references resolved",
+        ),
+    ]
+}
+
+/// The conditions of a resource that cannot be enforced: the rules using
+/// it answer every request with an error instead.
+pub fn invalid(message: String) -> Vec<Cond> {
+    use crate::conditions::ConditionType;
+    vec![
+        Cond::new(ConditionType::Accepted, false, Reason::Invalid, message),
+        Cond::new(
+            ConditionType::ResolvedRefs,
+            true,
+            Reason::ResolvedRefs,
+            "all references resolved",
+        ),
+    ]
+}
