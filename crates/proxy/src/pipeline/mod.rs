@@ -80,7 +80,7 @@ pub async fn serve<'r>(
     req: Request<Incoming>,
 ) -> Forwarded<'r> {
     let (mut ctx, body) = hygiene::admit(shared, &conn, matched, host, req);
-    if let Flow::Answer(response) = route.stages.run(&mut ctx) {
+    if let Flow::Answer(response) = route.stages.run(&mut ctx).await {
         return Forwarded {
             response,
             counters: &route.local_counters,

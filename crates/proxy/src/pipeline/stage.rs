@@ -62,7 +62,10 @@ impl RequestStage {
         }
     }
 
-    fn run<'r>(&'r self, ctx: &mut RequestCtx<'r>) -> Flow {
+    /// Async so that a stage may wait (on a key fetch, an auth service, a
+    /// shared counter); a stage with a large future boxes it, so the
+    /// request's future stays small.
+    async fn run<'r>(&'r self, ctx: &mut RequestCtx<'r>) -> Flow {
         match self {
             RequestStage::Deny(status) => Flow::Answer(plain(*status, "filter unavailable\n")),
             RequestStage::Extension(e) => match &**e {
@@ -106,9 +109,9 @@ impl RequestStages {
     }
 
     /// Runs every stage in order until one answers.
-    pub fn run<'r>(&'r self, ctx: &mut RequestCtx<'r>) -> Flow {
+    pub async fn run<'r>(&'r self, ctx: &mut RequestCtx<'r>) -> Flow {
         for stage in self.0.iter() {
-            if let Flow::Answer(response) = stage.run(ctx) {
+            if let Flow::Answer(response) = stage.run(ctx).await {
                 return Flow::Answer(response);
             }
         }
