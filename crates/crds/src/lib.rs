@@ -19,6 +19,7 @@ mod backend_policy;
 mod filter_status;
 mod gateway_parameters;
 mod ip_access;
+mod request_size_limit;
 
 pub use backend_policy::{
     BackendPolicyTargetRef, BackendTimeouts, CircuitBreaker, CoxswainBackendPolicy,
@@ -31,6 +32,7 @@ pub use gateway_parameters::{
 };
 
 pub use ip_access::{IpAccessControl, IpAccessControlSpec};
+pub use request_size_limit::{RequestSizeLimit, RequestSizeLimitSpec};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -49,6 +51,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         CoxswainBackendPolicy::crd(),
         CoxswainGatewayParameters::crd(),
         IpAccessControl::crd(),
+        RequestSizeLimit::crd(),
     ]
 }
 

@@ -44,7 +44,8 @@ fn crds_are_namespaced_in_our_group_with_a_schema() {
         [
             "CoxswainBackendPolicy",
             "CoxswainGatewayParameters",
-            "IpAccessControl"
+            "IpAccessControl",
+            "RequestSizeLimit"
         ]
     );
     for crd in crds {

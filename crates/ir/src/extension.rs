@@ -14,15 +14,20 @@ use crate::IpCidr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum ExtensionKind {
     IpAccessControl,
+    RequestSizeLimit,
 }
 
 impl ExtensionKind {
-    pub const ALL: &'static [ExtensionKind] = &[ExtensionKind::IpAccessControl];
+    pub const ALL: &'static [ExtensionKind] = &[
+        ExtensionKind::IpAccessControl,
+        ExtensionKind::RequestSizeLimit,
+    ];
 
     /// The resource's Kubernetes `kind`.
     pub fn as_str(self) -> &'static str {
         match self {
             ExtensionKind::IpAccessControl => "IpAccessControl",
+            ExtensionKind::RequestSizeLimit => "RequestSizeLimit",
         }
     }
 }
@@ -51,6 +56,16 @@ pub struct Extension {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ExtensionSpec {
     IpAccess(IpAccess),
+    /// RequestSizeLimit: the largest request body, in bytes.
+    SizeLimit {
+        max_bytes: u64,
+    },
+    /// A resource that fails open (a non-security filter with an invalid
+    /// value): its rules serve as if it were not there, and its status
+    /// says why.
+    Inactive {
+        reason: String,
+    },
     /// The resource cannot be enforced (for instance, the Secret it reads
     /// is missing): the requests of every rule using it are answered
     /// `status` and never reach a backend.

@@ -75,6 +75,9 @@ pub struct ConnInfo {
     pub client_identity: Option<Arc<ClientIdentity>>,
     /// The relay of this connection once a request upgraded it.
     pub upgrade: UpgradeSlot,
+    /// Set when an answer left its request body unread (HTTP/1): the
+    /// connection then closes lingering ([`crate::http::linger`]).
+    pub linger: crate::http::linger::Linger,
 }
 
 impl ConnInfo {

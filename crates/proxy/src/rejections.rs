@@ -18,19 +18,22 @@ pub enum RejectReason {
     /// The client's request body was malformed (bad chunk, truncated):
     /// 400, and the upstream request, if started, aborted.
     BodyFraming,
+    /// The request body passed its route's RequestSizeLimit (413).
+    BodyTooLarge,
     /// hyper refused the request head itself (malformed line or headers,
     /// conflicting framing headers, too large): 400/431 without a route.
     HeadParse,
 }
 
 impl RejectReason {
-    const ALL: [RejectReason; 7] = [
+    const ALL: [RejectReason; 8] = [
         RejectReason::Path(PathError::MalformedEscape),
         RejectReason::Path(PathError::ForbiddenCharacter),
         RejectReason::Path(PathError::EscapedSlash),
         RejectReason::UriTooLong,
         RejectReason::Overloaded,
         RejectReason::BodyFraming,
+        RejectReason::BodyTooLarge,
         RejectReason::HeadParse,
     ];
 
@@ -46,6 +49,7 @@ impl RejectReason {
             RejectReason::UriTooLong => "uri_too_long",
             RejectReason::Overloaded => "overloaded",
             RejectReason::BodyFraming => "body_framing",
+            RejectReason::BodyTooLarge => "body_too_large",
             RejectReason::HeadParse => "head_parse",
         }
     }

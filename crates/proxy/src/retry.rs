@@ -136,6 +136,7 @@ impl Exchange<'_> {
         let mut first = Some(body);
         let replay = match self.replayable(&mut first).await {
             Ok(replay) => replay,
+            Err(()) if client_body.too_large() => return Err(self.too_large()),
             Err(()) => {
                 self.shared
                     .metrics
@@ -174,6 +175,7 @@ impl Exchange<'_> {
                     Ok(up) => Ok(up),
                     // The client broke its body's framing: its fault, not
                     // the backend's; the upstream request was aborted with it.
+                    Err(_) if client_body.too_large() => Err(self.too_large()),
                     Err(_) if client_body.broken() => {
                         self.shared
                             .metrics
@@ -211,6 +213,15 @@ impl Exchange<'_> {
 
     /// The body as bytes that can be sent again, when retries are possible
     /// and the body is small enough; `None` leaves it to stream once.
+    /// The client's body passed the route's size limit mid-stream.
+    fn too_large(&self) -> Failed {
+        self.shared
+            .metrics
+            .rejections
+            .record(RejectReason::BodyTooLarge);
+        failed(StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n")
+    }
+
     async fn replayable(&self, body: &mut Option<ClientBody>) -> Result<Option<Bytes>, ()> {
         let Some(b) = body.as_ref() else {
             return Ok(None);

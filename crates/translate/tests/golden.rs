@@ -220,7 +220,8 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "endpoints",
                 "referencegrant",
                 "extensionref",
-                "ipaccesscontrol"
+                "ipaccesscontrol",
+                "requestsizelimit"
             ]
             .contains(&kind)
                 && name.contains('-'),

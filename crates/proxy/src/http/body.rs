@@ -3,7 +3,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -35,8 +35,9 @@ pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A request body on its way upstream: the client's own (remembering
 /// whether the client broke its framing — bad chunk size, truncated body —
-/// so that a failed upstream call is the client's fault, 400, not the
-/// backend's, 502), or a mirror's copy of it.
+/// or sent more than the route's size limit, so that a failed upstream
+/// call is the client's fault, 400 or 413, not the backend's, 502), or a
+/// mirror's copy of it.
 pub struct ClientBody {
     source: Source,
 }
@@ -44,7 +45,9 @@ pub struct ClientBody {
 enum Source {
     Client {
         inner: hyper::body::Incoming,
-        broken: Arc<AtomicBool>,
+        state: Arc<AtomicU8>,
+        /// Bytes the body may still carry (RequestSizeLimit).
+        allowance: Option<u64>,
         /// Mirrors that still get a copy of each frame.
         copies: Vec<Copier>,
     },
@@ -55,15 +58,17 @@ enum Source {
 }
 
 impl ClientBody {
-    pub fn new(inner: hyper::body::Incoming) -> (Self, ClientBodyState) {
-        let broken = Arc::new(AtomicBool::new(false));
-        let state = ClientBodyState(broken.clone());
+    /// The client's body, cut off with an error once it carries more
+    /// than `limit` bytes.
+    pub fn new(inner: hyper::body::Incoming, limit: Option<u64>) -> (Self, ClientBodyState) {
+        let state = Arc::new(AtomicU8::new(INTACT));
         let source = Source::Client {
             inner,
-            broken,
+            state: state.clone(),
+            allowance: limit,
             copies: Vec::new(),
         };
-        (ClientBody { source }, state)
+        (ClientBody { source }, ClientBodyState(state))
     }
 
     /// A body of `bytes`, known in full.
@@ -95,14 +100,36 @@ impl ClientBody {
     }
 }
 
-/// Whether the body a [`ClientBody`] carried turned out malformed.
-pub struct ClientBodyState(Arc<AtomicBool>);
+const INTACT: u8 = 0;
+const BROKEN: u8 = 1;
+const TOO_LARGE: u8 = 2;
+
+/// Whether the body a [`ClientBody`] carried turned out malformed or too
+/// large.
+#[derive(Clone)]
+pub struct ClientBodyState(Arc<AtomicU8>);
 
 impl ClientBodyState {
     pub fn broken(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.load(Ordering::Relaxed) == BROKEN
+    }
+
+    pub fn too_large(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == TOO_LARGE
     }
 }
+
+/// The error a body ends with once it passed its size limit.
+#[derive(Debug)]
+pub struct BodyTooLarge;
+
+impl std::fmt::Display for BodyTooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("request body larger than the route's limit")
+    }
+}
+
+impl std::error::Error for BodyTooLarge {}
 
 impl http_body::Body for ClientBody {
     type Data = Bytes;
@@ -115,10 +142,24 @@ impl http_body::Body for ClientBody {
         match &mut self.source {
             Source::Client {
                 inner,
-                broken,
+                state,
+                allowance,
                 copies,
             } => {
                 let polled = Pin::new(&mut *inner).poll_frame(cx);
+                if let (Poll::Ready(Some(Ok(frame))), Some(left)) = (&polled, allowance.as_mut()) {
+                    let size = frame.data_ref().map_or(0, |d| d.len() as u64);
+                    match left.checked_sub(size) {
+                        Some(rest) => *left = rest,
+                        None => {
+                            // Nothing past the limit goes upstream or to a
+                            // mirror; the upstream request is aborted.
+                            state.store(TOO_LARGE, Ordering::Relaxed);
+                            copies.clear();
+                            return Poll::Ready(Some(Err(BodyError::from(BodyTooLarge))));
+                        }
+                    }
+                }
                 match &polled {
                     Poll::Ready(Some(Ok(frame))) => {
                         tee::offer(copies, frame);
@@ -130,7 +171,7 @@ impl http_body::Body for ClientBody {
                     }
                     Poll::Ready(None) => tee::finish(copies),
                     Poll::Ready(Some(Err(_))) => {
-                        broken.store(true, Ordering::Relaxed);
+                        state.store(BROKEN, Ordering::Relaxed);
                         copies.clear(); // the copies end in an error too
                     }
                     Poll::Pending => {}

@@ -7,6 +7,7 @@ pub mod grpc;
 pub mod grpc_status;
 pub mod headers;
 pub mod limits;
+pub mod linger;
 pub mod normalize;
 pub mod path;
 pub mod redirect;

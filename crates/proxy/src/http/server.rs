@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::limits::HttpLimits;
+use super::linger::Lingering;
 use crate::handler::{ConnInfo, Shared, SharedTable, handle};
 use crate::metrics::Metrics;
 use crate::rejections::RejectReason;
@@ -103,6 +104,7 @@ pub async fn serve_connection<I>(
         Versions::Http2 => shared.http.clone().http2_only(),
         Versions::Http1 => shared.http.clone().http1_only(),
     };
+    let io = Lingering::new(io, info.linger.clone());
     let metrics = shared.metrics.clone();
     let tracked = activity.clone();
     let client = info.client;

@@ -138,6 +138,7 @@ async fn accept_loop(
                         sni_listener: None,
                         client_identity: None,
                         upgrade: Default::default(),
+                        linger: Default::default(),
                     };
                     match &*plan {
                         SocketPlan::Http => {

@@ -43,6 +43,9 @@ pub struct RequestCtx<'r> {
     pub upgrade: Option<UpgradeRequest>,
     /// The mirror filters this request was sampled for.
     pub mirrors: Vec<&'r MirrorFilter>,
+    /// The most body bytes the request may carry (the smallest of its
+    /// rule's RequestSizeLimits).
+    pub body_limit: Option<u64>,
     pub plan: ResponsePlan,
 }
 
@@ -54,6 +57,7 @@ pub struct Outbound<'r> {
     pub client: IpAddr,
     pub upgrade: Option<UpgradeRequest>,
     pub mirrors: Vec<&'r MirrorFilter>,
+    pub body_limit: Option<u64>,
     pub plan: ResponsePlan,
 }
 

@@ -12,6 +12,11 @@ use coxswain_ir::{Config, ExtensionKey, ExtensionSpec, IpAccess};
 #[derive(Debug)]
 pub enum CompiledExtension {
     IpAccess(IpAccess),
+    SizeLimit {
+        max_bytes: u64,
+    },
+    /// Fails open: its rules serve as if it were not there.
+    Inactive,
     /// Cannot be enforced: its rules answer `status`.
     Broken {
         status: http::StatusCode,
@@ -23,6 +28,10 @@ impl CompiledExtension {
     fn compile(spec: &ExtensionSpec) -> Self {
         match spec {
             ExtensionSpec::IpAccess(access) => CompiledExtension::IpAccess(access.clone()),
+            ExtensionSpec::SizeLimit { max_bytes } => CompiledExtension::SizeLimit {
+                max_bytes: *max_bytes,
+            },
+            ExtensionSpec::Inactive { .. } => CompiledExtension::Inactive,
             ExtensionSpec::Broken { status, reason } => CompiledExtension::Broken {
                 status: broken_status(*status),
                 reason: reason.clone(),

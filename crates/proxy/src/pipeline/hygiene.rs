@@ -62,6 +62,7 @@ pub fn admit<'r>(
         new_path: None,
         upgrade,
         mirrors: Vec::new(),
+        body_limit: None,
         plan: ResponsePlan::default(),
     };
     (ctx, body)
@@ -108,6 +109,7 @@ pub fn forwarding<'r>(shared: &Shared, conn: &ConnInfo, ctx: RequestCtx<'r>) -> 
         client: ctx.client,
         upgrade: ctx.upgrade,
         mirrors: ctx.mirrors,
+        body_limit: ctx.body_limit,
         plan: ctx.plan,
     }
 }

@@ -9,7 +9,7 @@
 //! | admission | CORS preflight | a browser's preflight carries no credentials, so it is answered before authentication |
 //! | authn | (identity filters) | who the client is, before anything spends work on it |
 //! | authz | (authorisation filters) | needs the identity |
-//! | limits | (rate and size limits) | counted per identity, after refusals |
+//! | limits | RequestSizeLimit (413 on a `Content-Length` past the limit; a streamed body is cut off where it passes it) | counted per identity, after refusals |
 //! | transforms | request header edits, URL rewrite, redirect, mirror sampling | what the upstream (or the redirect) sees; a redirect answers only an admitted request |
 //! | forwarding | `X-Forwarded-*`, `Host`, the mirror copies | the request as the upstream will see it, copied to mirrors |
 //! | upstream | session pin, backend choice, backendRef header edits, attempts and retries | [`upstream`] |
@@ -29,12 +29,15 @@ mod mirror;
 mod redirect;
 mod response;
 mod rewrite;
+mod size_limit;
 mod stage;
 mod upstream;
 
 use std::sync::Arc;
 
-use http::{Request, Response, StatusCode};
+use http::header::CONNECTION;
+use http::{HeaderValue, Request, Response, StatusCode, Version};
+use http_body::Body as _;
 use hyper::body::Incoming;
 
 use crate::backend_tls::BackendIdentity;
@@ -80,16 +83,21 @@ pub async fn serve<'r>(
     req: Request<Incoming>,
 ) -> Forwarded<'r> {
     let (mut ctx, body) = hygiene::admit(shared, &conn, matched, host, req);
-    if let Flow::Answer(response) = route.stages.run(&mut ctx).await {
+    let http1 = ctx.parts.version < Version::HTTP_2;
+    if let Flow::Answer(mut response) = route.stages.run(&mut ctx).await {
+        if http1 && !body.is_end_stream() {
+            unread_body(&conn, &mut response);
+        }
         return Forwarded {
             response,
             counters: &route.local_counters,
         };
     }
     let out = hygiene::forwarding(shared, &conn, ctx);
-    let (mut body, client_body) = ClientBody::new(body);
+    let (mut body, client_body) = ClientBody::new(body, out.body_limit);
+    let state = client_body.clone();
     mirror::send_copies(shared, route, &out, backend_identity, &mut body);
-    upstream::forward(
+    let mut forwarded = upstream::forward(
         shared,
         &conn,
         route,
@@ -97,5 +105,18 @@ pub async fn serve<'r>(
         out,
         (body, client_body),
     )
-    .await
+    .await;
+    if http1 && state.too_large() {
+        unread_body(&conn, &mut forwarded.response);
+    }
+    forwarded
+}
+
+/// An HTTP/1 answer given before the client sent all of its body: the
+/// connection closes after it, lingering so the client reads the answer.
+fn unread_body(conn: &ConnInfo, response: &mut Response<ProxyBody>) {
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    conn.linger.want();
 }

@@ -158,6 +158,7 @@ const WATCHED: &[(&str, &str)] = &[
     (GW, "referencegrants"),
     (COXSWAIN, "coxswainbackendpolicies"),
     (COXSWAIN, "ipaccesscontrols"),
+    (COXSWAIN, "requestsizelimits"),
     (GW_X, "xbackendtrafficpolicies"),
     (CORE, "services"),
     ("discovery.k8s.io", "endpointslices"),
@@ -191,7 +192,11 @@ fn needed() -> Vec<Access> {
     for &resource in WITH_STATUS {
         all.push(Access::new("update", GW, resource).sub("status"));
     }
-    for resource in ["coxswainbackendpolicies", "ipaccesscontrols"] {
+    for resource in [
+        "coxswainbackendpolicies",
+        "ipaccesscontrols",
+        "requestsizelimits",
+    ] {
         all.push(Access::new("update", COXSWAIN, resource).sub("status"));
     }
     all.push(Access::new("update", GW_X, "xbackendtrafficpolicies").sub("status"));
