@@ -19,6 +19,7 @@ mod backend_policy;
 mod filter_status;
 mod gateway_parameters;
 mod ip_access;
+mod path_rewrite_regex;
 mod request_size_limit;
 
 pub use backend_policy::{
@@ -32,6 +33,7 @@ pub use gateway_parameters::{
 };
 
 pub use ip_access::{IpAccessControl, IpAccessControlSpec};
+pub use path_rewrite_regex::{PathRewriteRegex, PathRewriteRegexSpec};
 pub use request_size_limit::{RequestSizeLimit, RequestSizeLimitSpec};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -51,6 +53,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         CoxswainBackendPolicy::crd(),
         CoxswainGatewayParameters::crd(),
         IpAccessControl::crd(),
+        PathRewriteRegex::crd(),
         RequestSizeLimit::crd(),
     ]
 }

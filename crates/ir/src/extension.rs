@@ -14,12 +14,14 @@ use crate::IpCidr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum ExtensionKind {
     IpAccessControl,
+    PathRewriteRegex,
     RequestSizeLimit,
 }
 
 impl ExtensionKind {
     pub const ALL: &'static [ExtensionKind] = &[
         ExtensionKind::IpAccessControl,
+        ExtensionKind::PathRewriteRegex,
         ExtensionKind::RequestSizeLimit,
     ];
 
@@ -27,6 +29,7 @@ impl ExtensionKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ExtensionKind::IpAccessControl => "IpAccessControl",
+            ExtensionKind::PathRewriteRegex => "PathRewriteRegex",
             ExtensionKind::RequestSizeLimit => "RequestSizeLimit",
         }
     }
@@ -56,6 +59,13 @@ pub struct Extension {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ExtensionSpec {
     IpAccess(IpAccess),
+    /// PathRewriteRegex: every match of `pattern` (validated, at most
+    /// [`crate::MAX_REGEX_SIZE`] compiled) in the path becomes
+    /// `substitution` (`$1`, `${name}` capture groups).
+    PathRewrite {
+        pattern: String,
+        substitution: String,
+    },
     /// RequestSizeLimit: the largest request body, in bytes.
     SizeLimit {
         max_bytes: u64,

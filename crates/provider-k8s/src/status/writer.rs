@@ -259,6 +259,7 @@ async fn pass(
         merge_backend_traffic_policy
     );
     write_filters!(plan, client, job, ip_access_controls, IpAccessControl);
+    write_filters!(plan, client, job, path_rewrite_regexes, PathRewriteRegex);
     write_filters!(plan, client, job, request_size_limits, RequestSizeLimit);
     let writes = plan.writes;
     let limit = config.write_timeout;

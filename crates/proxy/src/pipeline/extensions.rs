@@ -12,6 +12,10 @@ use coxswain_ir::{Config, ExtensionKey, ExtensionSpec, IpAccess};
 #[derive(Debug)]
 pub enum CompiledExtension {
     IpAccess(IpAccess),
+    PathRewrite {
+        regex: regex::Regex,
+        substitution: String,
+    },
     SizeLimit {
         max_bytes: u64,
     },
@@ -28,6 +32,23 @@ impl CompiledExtension {
     fn compile(spec: &ExtensionSpec) -> Self {
         match spec {
             ExtensionSpec::IpAccess(access) => CompiledExtension::IpAccess(access.clone()),
+            ExtensionSpec::PathRewrite {
+                pattern,
+                substitution,
+            } => match regex::RegexBuilder::new(pattern)
+                .size_limit(coxswain_ir::MAX_REGEX_SIZE)
+                .build()
+            {
+                Ok(regex) => CompiledExtension::PathRewrite {
+                    regex,
+                    substitution: substitution.clone(),
+                },
+                // The translator validated it; refuse rather than skip.
+                Err(e) => CompiledExtension::Broken {
+                    status: http::StatusCode::INTERNAL_SERVER_ERROR,
+                    reason: e.to_string(),
+                },
+            },
             ExtensionSpec::SizeLimit { max_bytes } => CompiledExtension::SizeLimit {
                 max_bytes: *max_bytes,
             },

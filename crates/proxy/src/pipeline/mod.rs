@@ -10,7 +10,7 @@
 //! | authn | (identity filters) | who the client is, before anything spends work on it |
 //! | authz | (authorisation filters) | needs the identity |
 //! | limits | RequestSizeLimit (413 on a `Content-Length` past the limit; a streamed body is cut off where it passes it) | counted per identity, after refusals |
-//! | transforms | request header edits, URL rewrite, redirect, mirror sampling | what the upstream (or the redirect) sees; a redirect answers only an admitted request |
+//! | transforms | request header edits, URL rewrite, PathRewriteRegex, redirect, mirror sampling | what the upstream (or the redirect) sees; a redirect answers only an admitted request |
 //! | forwarding | `X-Forwarded-*`, `Host`, the mirror copies | the request as the upstream will see it, copied to mirrors |
 //! | upstream | session pin, backend choice, backendRef header edits, attempts and retries | [`upstream`] |
 //! | response | hop-by-hop strip, response header edits (rule, then backendRef), session token, CORS headers | [`response`] |
@@ -26,6 +26,7 @@ pub mod headers;
 mod hygiene;
 mod ip_access;
 mod mirror;
+mod path_rewrite;
 mod redirect;
 mod response;
 mod rewrite;

@@ -8,7 +8,7 @@ use http::StatusCode;
 
 use super::context::RequestCtx;
 use super::extensions::{CompiledExtension, ExtensionSet, broken_status};
-use super::{Flow, cors, headers, ip_access, redirect, rewrite, size_limit};
+use super::{Flow, cors, headers, ip_access, path_rewrite, redirect, rewrite, size_limit};
 use crate::cluster::ClusterSet;
 use crate::http::body::plain;
 use crate::http::cors::CorsPolicy;
@@ -54,7 +54,9 @@ impl RequestStage {
             RequestStage::Extension(e) => match &**e {
                 CompiledExtension::IpAccess(_) | CompiledExtension::Broken { .. } => Phase::Network,
                 CompiledExtension::SizeLimit { .. } => Phase::Limits,
-                CompiledExtension::Inactive => Phase::Transforms,
+                CompiledExtension::PathRewrite { .. } | CompiledExtension::Inactive => {
+                    Phase::Transforms
+                }
             },
             RequestStage::Cors(_) => Phase::Admission,
             RequestStage::RequestHeaders(_)
@@ -73,6 +75,10 @@ impl RequestStage {
             RequestStage::Extension(e) => match &**e {
                 CompiledExtension::IpAccess(access) => ip_access::admit(access, ctx),
                 CompiledExtension::SizeLimit { max_bytes } => size_limit::admit(*max_bytes, ctx),
+                CompiledExtension::PathRewrite {
+                    regex,
+                    substitution,
+                } => path_rewrite::apply(regex, substitution, ctx),
                 CompiledExtension::Inactive => Flow::Next,
                 CompiledExtension::Broken { status, reason } => {
                     tracing::debug!(%reason, "filter cannot be enforced");

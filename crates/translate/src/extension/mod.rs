@@ -16,6 +16,7 @@
 //!   Secret recompiles no route.
 
 mod ip_access;
+mod path_rewrite_regex;
 mod request_size_limit;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,6 +36,7 @@ pub const GROUP: &str = "gateway.coxswain-labs.dev";
 pub fn api_kind(kind: ExtensionKind) -> Kind {
     match kind {
         ExtensionKind::IpAccessControl => Kind::IpAccessControl,
+        ExtensionKind::PathRewriteRegex => Kind::PathRewriteRegex,
         ExtensionKind::RequestSizeLimit => Kind::RequestSizeLimit,
     }
 }
@@ -43,6 +45,8 @@ pub fn api_kind(kind: ExtensionKind) -> Kind {
 fn applies_to_grpc(kind: ExtensionKind) -> bool {
     match kind {
         ExtensionKind::IpAccessControl => true,
+        // A gRPC path is the method's address, not something to rewrite.
+        ExtensionKind::PathRewriteRegex => false,
         // Enforced on gRPC streams too (RESOURCE_EXHAUSTED), unlike the
         // user guide, which leaves them unlimited.
         ExtensionKind::RequestSizeLimit => true,
@@ -114,6 +118,7 @@ pub fn resolve_ref(
 fn exists(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> bool {
     match kind {
         ExtensionKind::IpAccessControl => snapshot.ip_access_controls.contains_key(key),
+        ExtensionKind::PathRewriteRegex => snapshot.path_rewrite_regexes.contains_key(key),
         ExtensionKind::RequestSizeLimit => snapshot.request_size_limits.contains_key(key),
     }
 }
@@ -130,6 +135,10 @@ fn resolve(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> Option<
             .ip_access_controls
             .get(key)
             .map(|cr| ip_access::resolve(cr)),
+        ExtensionKind::PathRewriteRegex => snapshot
+            .path_rewrite_regexes
+            .get(key)
+            .map(|cr| path_rewrite_regex::resolve(cr)),
         ExtensionKind::RequestSizeLimit => snapshot
             .request_size_limits
             .get(key)
@@ -193,6 +202,11 @@ fn objects(snapshot: &Snapshot, kind: ExtensionKind) -> Vec<(ObjectKey, Option<i
     match kind {
         ExtensionKind::IpAccessControl => snapshot
             .ip_access_controls
+            .iter()
+            .map(|(k, o)| (k.clone(), o.metadata.generation))
+            .collect(),
+        ExtensionKind::PathRewriteRegex => snapshot
+            .path_rewrite_regexes
             .iter()
             .map(|(k, o)| (k.clone(), o.metadata.generation))
             .collect(),

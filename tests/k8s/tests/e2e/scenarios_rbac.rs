@@ -158,6 +158,7 @@ const WATCHED: &[(&str, &str)] = &[
     (GW, "referencegrants"),
     (COXSWAIN, "coxswainbackendpolicies"),
     (COXSWAIN, "ipaccesscontrols"),
+    (COXSWAIN, "pathrewriteregexes"),
     (COXSWAIN, "requestsizelimits"),
     (GW_X, "xbackendtrafficpolicies"),
     (CORE, "services"),
@@ -195,6 +196,7 @@ fn needed() -> Vec<Access> {
     for resource in [
         "coxswainbackendpolicies",
         "ipaccesscontrols",
+        "pathrewriteregexes",
         "requestsizelimits",
     ] {
         all.push(Access::new("update", COXSWAIN, resource).sub("status"));
