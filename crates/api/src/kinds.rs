@@ -243,6 +243,10 @@ kinds! {
         field: path_rewrite_regexes, kind: "PathRewriteRegex", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: true,
     }
+    RateLimit: crate::RateLimit {
+        field: rate_limits, kind: "RateLimit", group: "gateway.coxswain-labs.dev",
+        versions: ["v1alpha1"], cluster_scoped: false, route_input: true,
+    }
     RequestSizeLimit: crate::RequestSizeLimit {
         field: request_size_limits, kind: "RequestSizeLimit", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: true,

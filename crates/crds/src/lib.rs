@@ -20,6 +20,7 @@ mod filter_status;
 mod gateway_parameters;
 mod ip_access;
 mod path_rewrite_regex;
+mod rate_limit;
 mod request_size_limit;
 
 pub use backend_policy::{
@@ -34,6 +35,7 @@ pub use gateway_parameters::{
 
 pub use ip_access::{IpAccessControl, IpAccessControlSpec};
 pub use path_rewrite_regex::{PathRewriteRegex, PathRewriteRegexSpec};
+pub use rate_limit::{RateLimit, RateLimitKey, RateLimitKeyType, RateLimitSpec, RateLimitUnit};
 pub use request_size_limit::{RequestSizeLimit, RequestSizeLimitSpec};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -54,6 +56,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         CoxswainGatewayParameters::crd(),
         IpAccessControl::crd(),
         PathRewriteRegex::crd(),
+        RateLimit::crd(),
         RequestSizeLimit::crd(),
     ]
 }

@@ -15,6 +15,7 @@ use crate::IpCidr;
 pub enum ExtensionKind {
     IpAccessControl,
     PathRewriteRegex,
+    RateLimit,
     RequestSizeLimit,
 }
 
@@ -22,6 +23,7 @@ impl ExtensionKind {
     pub const ALL: &'static [ExtensionKind] = &[
         ExtensionKind::IpAccessControl,
         ExtensionKind::PathRewriteRegex,
+        ExtensionKind::RateLimit,
         ExtensionKind::RequestSizeLimit,
     ];
 
@@ -30,6 +32,7 @@ impl ExtensionKind {
         match self {
             ExtensionKind::IpAccessControl => "IpAccessControl",
             ExtensionKind::PathRewriteRegex => "PathRewriteRegex",
+            ExtensionKind::RateLimit => "RateLimit",
             ExtensionKind::RequestSizeLimit => "RequestSizeLimit",
         }
     }
@@ -66,6 +69,7 @@ pub enum ExtensionSpec {
         pattern: String,
         substitution: String,
     },
+    RateLimit(RateLimit),
     /// RequestSizeLimit: the largest request body, in bytes.
     SizeLimit {
         max_bytes: u64,
@@ -83,6 +87,27 @@ pub enum ExtensionSpec {
         status: u16,
         reason: String,
     },
+}
+
+/// RateLimit: a token bucket per rule and key, `burst` deep, refilled at
+/// one token every `period_ms / requests`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateLimit {
+    /// The resource's name, the policy name in the `RateLimit` headers.
+    pub name: String,
+    pub requests: u32,
+    pub period_ms: u64,
+    pub burst: u32,
+    pub key: RateLimitKey,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RateLimitKey {
+    ClientIp,
+    /// A lower-case header name; requests without it share one bucket.
+    Header(String),
+    /// One bucket for the whole rule.
+    Route,
 }
 
 /// IpAccessControl: the client's address must be in no `deny` range, and

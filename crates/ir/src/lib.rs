@@ -37,7 +37,9 @@ pub use cluster::{
     BackendTls, BackendTrust, Cluster, Endpoint, RetryBudget, SubjectAltName, UpstreamProtocol,
     UpstreamTls,
 };
-pub use extension::{Extension, ExtensionKey, ExtensionKind, ExtensionSpec, IpAccess};
+pub use extension::{
+    Extension, ExtensionKey, ExtensionKind, ExtensionSpec, IpAccess, RateLimit, RateLimitKey,
+};
 pub use feedback::UnboundSocket;
 pub use filter::{Cors, Filter, Header, HeaderModifier, Mirror, PathModifier, Redirect, Rewrite};
 pub use hostname::{Hostname, HostnameError};

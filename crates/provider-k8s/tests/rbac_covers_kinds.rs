@@ -64,6 +64,7 @@ fn every_kind_with_status_may_update_it() {
                 | Kind::XBackendTrafficPolicy
                 | Kind::IpAccessControl
                 | Kind::PathRewriteRegex
+                | Kind::RateLimit
                 | Kind::RequestSizeLimit
         ) || coxswain_translate::route_kind(*kind).is_some();
         let (group, plural) = kind.visit(GroupPlural);

@@ -29,6 +29,7 @@ mod metrics;
 mod mirror;
 mod overload;
 mod pipeline;
+mod rate_limiter;
 mod rejections;
 mod retry;
 mod retry_budget;

@@ -260,6 +260,7 @@ async fn pass(
     );
     write_filters!(plan, client, job, ip_access_controls, IpAccessControl);
     write_filters!(plan, client, job, path_rewrite_regexes, PathRewriteRegex);
+    write_filters!(plan, client, job, rate_limits, RateLimit);
     write_filters!(plan, client, job, request_size_limits, RequestSizeLimit);
     let writes = plan.writes;
     let limit = config.write_timeout;

@@ -50,8 +50,8 @@ pub fn timeout(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// The gRPC status code for a local answer's HTTP status (gRPC's own
-/// HTTP-to-gRPC table, with timeouts as DEADLINE_EXCEEDED and size limits
-/// as RESOURCE_EXHAUSTED, which say more than it does).
+/// HTTP-to-gRPC table, with timeouts as DEADLINE_EXCEEDED and size and
+/// rate limits as RESOURCE_EXHAUSTED, which say more than it does).
 pub fn code_for(status: StatusCode) -> u16 {
     const INTERNAL: u16 = 13;
     match status {
@@ -62,9 +62,9 @@ pub fn code_for(status: StatusCode) -> u16 {
         StatusCode::REQUEST_TIMEOUT | StatusCode::GATEWAY_TIMEOUT => 4,
         StatusCode::PAYLOAD_TOO_LARGE
         | StatusCode::URI_TOO_LONG
-        | StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => 8,
+        | StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+        | StatusCode::TOO_MANY_REQUESTS => 8,
         StatusCode::MISDIRECTED_REQUEST
-        | StatusCode::TOO_MANY_REQUESTS
         | StatusCode::BAD_GATEWAY
         | StatusCode::SERVICE_UNAVAILABLE => 14,
         _ => 2, // UNKNOWN
@@ -149,6 +149,7 @@ mod tests {
             (StatusCode::BAD_GATEWAY, "14"),
             (StatusCode::GATEWAY_TIMEOUT, "4"),
             (StatusCode::PAYLOAD_TOO_LARGE, "8"),
+            (StatusCode::TOO_MANY_REQUESTS, "8"),
             (StatusCode::BAD_REQUEST, "13"),
         ];
         for (status, code) in cases {

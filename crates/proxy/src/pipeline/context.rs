@@ -67,4 +67,6 @@ pub struct Outbound<'r> {
 pub struct ResponsePlan {
     /// CORS headers for an allowed origin.
     pub cors: Vec<(HeaderName, HeaderValue)>,
+    /// Headers request stages add to the answer (the rate-limit state).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
 }

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use coxswain_ir::{Config, ExtensionKey, ExtensionSpec, IpAccess};
 
+use super::rate_limit::CompiledRateLimit;
+
 /// One filter resource as the stages use it.
 #[derive(Debug)]
 pub enum CompiledExtension {
@@ -19,6 +21,9 @@ pub enum CompiledExtension {
     SizeLimit {
         max_bytes: u64,
     },
+    /// Its buckets live here, so they survive a reload that leaves the
+    /// resource unchanged.
+    RateLimit(Arc<CompiledRateLimit>),
     /// Fails open: its rules serve as if it were not there.
     Inactive,
     /// Cannot be enforced: its rules answer `status`.
@@ -49,6 +54,9 @@ impl CompiledExtension {
                     reason: e.to_string(),
                 },
             },
+            ExtensionSpec::RateLimit(limit) => {
+                CompiledExtension::RateLimit(Arc::new(CompiledRateLimit::new(limit)))
+            }
             ExtensionSpec::SizeLimit { max_bytes } => CompiledExtension::SizeLimit {
                 max_bytes: *max_bytes,
             },

@@ -9,7 +9,7 @@
 //! | admission | CORS preflight | a browser's preflight carries no credentials, so it is answered before authentication |
 //! | authn | (identity filters) | who the client is, before anything spends work on it |
 //! | authz | (authorisation filters) | needs the identity |
-//! | limits | RequestSizeLimit (413 on a `Content-Length` past the limit; a streamed body is cut off where it passes it) | counted per identity, after refusals |
+//! | limits | RateLimit (429 with `Retry-After`, `RateLimit` headers on every answer), RequestSizeLimit (413 on a `Content-Length` past the limit; a streamed body is cut off where it passes it) | counted per identity, after refusals |
 //! | transforms | request header edits, URL rewrite, PathRewriteRegex, redirect, mirror sampling | what the upstream (or the redirect) sees; a redirect answers only an admitted request |
 //! | forwarding | `X-Forwarded-*`, `Host`, the mirror copies | the request as the upstream will see it, copied to mirrors |
 //! | upstream | session pin, backend choice, backendRef header edits, attempts and retries | [`upstream`] |
@@ -27,6 +27,7 @@ mod hygiene;
 mod ip_access;
 mod mirror;
 mod path_rewrite;
+mod rate_limit;
 mod redirect;
 mod response;
 mod rewrite;

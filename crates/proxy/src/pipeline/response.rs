@@ -3,7 +3,8 @@
 //! In order: hop-by-hop headers go (an upgrade's `Upgrade`/`Connection`
 //! come back), the rule's then the backendRef's ResponseHeaderModifier
 //! edits, the balancer's sticky-session cookie, the route session's token,
-//! then the CORS headers (which no edit can take away).
+//! the request stages' headers (the rate-limit state), then the CORS
+//! headers (which no edit can take away).
 
 use http::header::{SET_COOKIE, VARY};
 use http::{HeaderName, HeaderValue, Response, Version};
@@ -58,6 +59,9 @@ pub fn assemble(
     }
     if let Some((name, value)) = additions.session_token {
         parts.headers.append(name, value);
+    }
+    for (name, value) in additions.plan.headers {
+        parts.headers.insert(name, value);
     }
     for (name, value) in additions.plan.cors {
         // The backend's own Vary stays; CORS adds Origin to it.

@@ -8,7 +8,10 @@ use http::StatusCode;
 
 use super::context::RequestCtx;
 use super::extensions::{CompiledExtension, ExtensionSet, broken_status};
-use super::{Flow, cors, headers, ip_access, path_rewrite, redirect, rewrite, size_limit};
+use super::rate_limit::CompiledRateLimit;
+use super::{
+    Flow, cors, headers, ip_access, path_rewrite, rate_limit, redirect, rewrite, size_limit,
+};
 use crate::cluster::ClusterSet;
 use crate::http::body::plain;
 use crate::http::cors::CorsPolicy;
@@ -38,6 +41,11 @@ pub enum RequestStage {
     Deny(StatusCode),
     /// A Coxswain filter resource (ExtensionRef).
     Extension(Arc<CompiledExtension>),
+    /// A RateLimit resource, with the rule's own share of its buckets.
+    RateLimit {
+        limit: Arc<CompiledRateLimit>,
+        rule: u64,
+    },
     /// CORS: a preflight is answered here; an allowed origin's request
     /// gets its response headers planned.
     Cors(CorsPolicy),
@@ -53,11 +61,14 @@ impl RequestStage {
             RequestStage::Deny(_) => Phase::Network,
             RequestStage::Extension(e) => match &**e {
                 CompiledExtension::IpAccess(_) | CompiledExtension::Broken { .. } => Phase::Network,
-                CompiledExtension::SizeLimit { .. } => Phase::Limits,
+                CompiledExtension::SizeLimit { .. } | CompiledExtension::RateLimit(_) => {
+                    Phase::Limits
+                }
                 CompiledExtension::PathRewrite { .. } | CompiledExtension::Inactive => {
                     Phase::Transforms
                 }
             },
+            RequestStage::RateLimit { .. } => Phase::Limits,
             RequestStage::Cors(_) => Phase::Admission,
             RequestStage::RequestHeaders(_)
             | RequestStage::Rewrite(_)
@@ -79,12 +90,14 @@ impl RequestStage {
                     regex,
                     substitution,
                 } => path_rewrite::apply(regex, substitution, ctx),
-                CompiledExtension::Inactive => Flow::Next,
+                // Compiled to RequestStage::RateLimit; nothing to do here.
+                CompiledExtension::RateLimit(_) | CompiledExtension::Inactive => Flow::Next,
                 CompiledExtension::Broken { status, reason } => {
                     tracing::debug!(%reason, "filter cannot be enforced");
                     Flow::Answer(plain(*status, "filter unavailable\n"))
                 }
             },
+            RequestStage::RateLimit { limit, rule } => rate_limit::admit(limit, *rule, ctx),
             RequestStage::Cors(policy) => cors::admit(policy, ctx),
             RequestStage::RequestHeaders(edits) => {
                 edits.apply(&mut ctx.parts.headers);
@@ -129,6 +142,13 @@ impl RequestStages {
     }
 }
 
+/// What sets one rule's rate-limit buckets apart from another's using
+/// the same resource.
+fn rule_key(label: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(label)
+}
+
 /// A rule's filters split into its request stages and its response header
 /// edits.
 pub fn compile(
@@ -155,7 +175,13 @@ pub fn compile(
                 label,
             ))),
             Filter::Extension(key) => stages.push(match extensions.get(key) {
-                Some(e) => RequestStage::Extension(e.clone()),
+                Some(e) => match &**e {
+                    CompiledExtension::RateLimit(limit) => RequestStage::RateLimit {
+                        limit: limit.clone(),
+                        rule: rule_key(label),
+                    },
+                    _ => RequestStage::Extension(e.clone()),
+                },
                 None => {
                     tracing::warn!(route = label, %key, "filter resource missing from the config");
                     RequestStage::Deny(StatusCode::INTERNAL_SERVER_ERROR)

@@ -17,6 +17,7 @@
 
 mod ip_access;
 mod path_rewrite_regex;
+mod rate_limit;
 mod request_size_limit;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,6 +38,7 @@ pub fn api_kind(kind: ExtensionKind) -> Kind {
     match kind {
         ExtensionKind::IpAccessControl => Kind::IpAccessControl,
         ExtensionKind::PathRewriteRegex => Kind::PathRewriteRegex,
+        ExtensionKind::RateLimit => Kind::RateLimit,
         ExtensionKind::RequestSizeLimit => Kind::RequestSizeLimit,
     }
 }
@@ -47,6 +49,7 @@ fn applies_to_grpc(kind: ExtensionKind) -> bool {
         ExtensionKind::IpAccessControl => true,
         // A gRPC path is the method's address, not something to rewrite.
         ExtensionKind::PathRewriteRegex => false,
+        ExtensionKind::RateLimit => true,
         // Enforced on gRPC streams too (RESOURCE_EXHAUSTED), unlike the
         // user guide, which leaves them unlimited.
         ExtensionKind::RequestSizeLimit => true,
@@ -119,6 +122,7 @@ fn exists(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> bool {
     match kind {
         ExtensionKind::IpAccessControl => snapshot.ip_access_controls.contains_key(key),
         ExtensionKind::PathRewriteRegex => snapshot.path_rewrite_regexes.contains_key(key),
+        ExtensionKind::RateLimit => snapshot.rate_limits.contains_key(key),
         ExtensionKind::RequestSizeLimit => snapshot.request_size_limits.contains_key(key),
     }
 }
@@ -139,6 +143,10 @@ fn resolve(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> Option<
             .path_rewrite_regexes
             .get(key)
             .map(|cr| path_rewrite_regex::resolve(cr)),
+        ExtensionKind::RateLimit => snapshot
+            .rate_limits
+            .get(key)
+            .map(|cr| rate_limit::resolve(cr)),
         ExtensionKind::RequestSizeLimit => snapshot
             .request_size_limits
             .get(key)
@@ -207,6 +215,11 @@ fn objects(snapshot: &Snapshot, kind: ExtensionKind) -> Vec<(ObjectKey, Option<i
             .collect(),
         ExtensionKind::PathRewriteRegex => snapshot
             .path_rewrite_regexes
+            .iter()
+            .map(|(k, o)| (k.clone(), o.metadata.generation))
+            .collect(),
+        ExtensionKind::RateLimit => snapshot
+            .rate_limits
             .iter()
             .map(|(k, o)| (k.clone(), o.metadata.generation))
             .collect(),

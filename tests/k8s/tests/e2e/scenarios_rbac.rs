@@ -159,6 +159,7 @@ const WATCHED: &[(&str, &str)] = &[
     (COXSWAIN, "coxswainbackendpolicies"),
     (COXSWAIN, "ipaccesscontrols"),
     (COXSWAIN, "pathrewriteregexes"),
+    (COXSWAIN, "ratelimits"),
     (COXSWAIN, "requestsizelimits"),
     (GW_X, "xbackendtrafficpolicies"),
     (CORE, "services"),
@@ -197,6 +198,7 @@ fn needed() -> Vec<Access> {
         "coxswainbackendpolicies",
         "ipaccesscontrols",
         "pathrewriteregexes",
+        "ratelimits",
         "requestsizelimits",
     ] {
         all.push(Access::new("update", COXSWAIN, resource).sub("status"));
