@@ -1,0 +1,134 @@
+//! The request pipeline's fixed phase order, whatever order a rule lists
+//! its filters in: a refused address is refused before anything else
+//! (and costs no rate-limit token), a CORS preflight is answered before
+//! any limit, and limits run before the transforms (a rewrite never
+//! happens for a refused request).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use common::*;
+use coxswain_ir::{
+    Config, Cors, Extension, ExtensionKey, ExtensionKind, ExtensionSpec, Filter, IpAccess,
+    RateLimit, RateLimitKey,
+};
+use http::StatusCode;
+
+fn key(kind: ExtensionKind, name: &str) -> ExtensionKey {
+    ExtensionKey {
+        kind,
+        namespace: "default".into(),
+        name: name.into(),
+    }
+}
+
+fn ext(kind: ExtensionKind, name: &str) -> Filter {
+    Filter::Extension(key(kind, name))
+}
+
+fn cors() -> Filter {
+    Filter::Cors(Cors {
+        allow_origins: vec!["https://app.test".into()],
+        allow_methods: vec!["GET".into()],
+        ..Cors::default()
+    })
+}
+
+/// Rules whose filters are listed last phase first.
+fn config_in_reverse_order(port: u16, backend: SocketAddr) -> Arc<Config> {
+    use ExtensionKind::*;
+    let rule = |path: &str, filters: Vec<Filter>| {
+        let mut r = route(
+            path.trim_start_matches('/'),
+            &[],
+            vec![prefix(path)],
+            vec![to("echo", 1)],
+        );
+        r.filters = filters;
+        r
+    };
+    let routes = vec![
+        rule(
+            "/refused",
+            vec![
+                ext(PathRewriteRegex, "rewrite"),
+                ext(RateLimit, "one"),
+                cors(),
+                ext(IpAccessControl, "elsewhere"),
+            ],
+        ),
+        rule(
+            "/preflight",
+            vec![
+                ext(PathRewriteRegex, "rewrite"),
+                ext(RateLimit, "one"),
+                cors(),
+            ],
+        ),
+    ];
+    let mut config = (*simple_config(port, routes, backend)).clone();
+    let mut extensions = vec![
+        Extension {
+            key: key(IpAccessControl, "elsewhere"),
+            spec: ExtensionSpec::IpAccess(IpAccess {
+                allow: vec!["203.0.113.0/24".parse().unwrap()],
+                deny: vec![],
+            }),
+        },
+        Extension {
+            key: key(RateLimit, "one"),
+            spec: ExtensionSpec::RateLimit(coxswain_ir::RateLimit {
+                name: "one".into(),
+                requests: 1,
+                period_ms: 3_600_000,
+                burst: 1,
+                key: RateLimitKey::Route,
+            }),
+        },
+        Extension {
+            key: key(PathRewriteRegex, "rewrite"),
+            spec: ExtensionSpec::PathRewrite {
+                pattern: "^/preflight".into(),
+                substitution: "/rewritten".into(),
+            },
+        },
+    ];
+    extensions.sort_by(|a, b| a.key.cmp(&b.key));
+    config.extensions = extensions;
+    Arc::new(config)
+}
+
+#[tokio::test]
+async fn phases_run_in_their_fixed_order_whatever_the_rule_lists() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let (_proxy, _) = start_proxy(config_in_reverse_order(port, backend.addr)).await;
+    let c = client();
+
+    // Network first: refused every time (403, never the limit's 429).
+    for _ in 0..3 {
+        let reply = get(&c, port, "h.test", "/refused").await;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN);
+    }
+
+    // Admission before limits: preflights are answered and spend nothing.
+    for _ in 0..3 {
+        let preflight = request(port, "h.test", "/preflight")
+            .method("OPTIONS")
+            .header("origin", "https://app.test")
+            .header("access-control-request-method", "GET");
+        assert_eq!(send(&c, preflight).await.status, StatusCode::NO_CONTENT);
+    }
+    assert_eq!(backend.hits.load(Ordering::SeqCst), 0);
+
+    // The one token is still there; the transform ran after the limit.
+    let first = get(&c, port, "h.test", "/preflight").await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(first.json()["path"], "/rewritten");
+    let second = get(&c, port, "h.test", "/preflight").await;
+    assert_eq!(second.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(backend.hits.load(Ordering::SeqCst), 1);
+}
