@@ -91,4 +91,26 @@ fn ip_access_control_follows_its_file_and_unresolved_refs_answer_500() {
         curl_get(&[], &gw.url("/guarded")).0 == 500
     });
     assert_eq!(accepted(&gw).as_deref(), Some("False/Invalid"));
+
+    // Behind one trusted proxy: the forwarded address is judged.
+    gw.config.write_atomic(
+        "office.yaml",
+        &format!(
+            "{}  xForwardedFor: {{trustedHops: 1}}\n",
+            access("\"203.0.113.0/24\"")
+        ),
+    );
+    let forwarded = |xff: &str| {
+        let header = format!("X-Forwarded-For: {xff}");
+        curl_get(&["-H", &header], &gw.url("/guarded")).0
+    };
+    wait_for("the forwarded address to be admitted", || {
+        forwarded("203.0.113.7") == 200
+    });
+    assert_eq!(forwarded("198.51.100.7"), 403);
+    assert_eq!(
+        curl_get(&[], &gw.url("/guarded")).0,
+        403,
+        "no header: refused"
+    );
 }

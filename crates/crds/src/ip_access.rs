@@ -29,4 +29,18 @@ pub struct IpAccessControlSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 1024))]
     pub deny: Vec<String>,
+    /// Take the client's address from `X-Forwarded-For` instead of the
+    /// connection's peer, trusting the proxies in front of the gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x_forwarded_for: Option<ForwardedForTrust>,
+}
+
+/// How many proxies in front of the gateway append to `X-Forwarded-For`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForwardedForTrust {
+    /// The client is the address this many entries from the right of
+    /// `X-Forwarded-For`: the one the outermost trusted proxy saw.
+    #[schemars(range(min = 1, max = 16))]
+    pub trusted_hops: u8,
 }

@@ -33,7 +33,7 @@ pub use gateway_parameters::{
     CoxswainGatewayParameters, CoxswainGatewayParametersSpec, ServiceTypeOverride,
 };
 
-pub use ip_access::{IpAccessControl, IpAccessControlSpec};
+pub use ip_access::{ForwardedForTrust, IpAccessControl, IpAccessControlSpec};
 pub use path_rewrite_regex::{PathRewriteRegex, PathRewriteRegexSpec};
 pub use rate_limit::{RateLimit, RateLimitKey, RateLimitKeyType, RateLimitSpec, RateLimitUnit};
 pub use request_size_limit::{RequestSizeLimit, RequestSizeLimitSpec};

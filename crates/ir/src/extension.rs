@@ -116,9 +116,38 @@ pub enum RateLimitKey {
 pub struct IpAccess {
     pub allow: Vec<IpCidr>,
     pub deny: Vec<IpCidr>,
+    /// 0: the client is the connection's peer; N: the address N entries
+    /// from the right of `X-Forwarded-For`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub xff_trusted_hops: u8,
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
 }
 
 impl IpAccess {
+    /// The address to judge: the peer, or the one `xff_trusted_hops`
+    /// entries from the right of the `X-Forwarded-For` list (`entries`,
+    /// every header value in order). `None` when that entry is missing or
+    /// not an address: the request cannot be judged, so it is refused.
+    pub fn client<'a>(
+        &self,
+        peer: std::net::IpAddr,
+        entries: impl Iterator<Item = &'a str>,
+    ) -> Option<std::net::IpAddr> {
+        if self.xff_trusted_hops == 0 {
+            return Some(peer);
+        }
+        let list: Vec<&str> = entries
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        let index = list.len().checked_sub(usize::from(self.xff_trusted_hops))?;
+        list.get(index)?.parse().ok()
+    }
+
     pub fn admits(&self, ip: std::net::IpAddr) -> bool {
         !self.deny.iter().any(|c| c.contains(ip))
             && (self.allow.is_empty() || self.allow.iter().any(|c| c.contains(ip)))
@@ -134,7 +163,35 @@ mod tests {
         IpAccess {
             allow: parse(allow),
             deny: parse(deny),
+            xff_trusted_hops: 0,
         }
+    }
+
+    #[test]
+    fn the_client_is_the_entry_the_outermost_trusted_proxy_saw() {
+        let peer: std::net::IpAddr = "10.0.0.9".parse().unwrap();
+        let mut a = access(&[], &[]);
+        let xff = ["198.51.100.7, 203.0.113.1", "192.0.2.44"];
+        assert_eq!(a.client(peer, xff.iter().copied()), Some(peer));
+        a.xff_trusted_hops = 1;
+        assert_eq!(
+            a.client(peer, xff.iter().copied()),
+            "192.0.2.44".parse().ok()
+        );
+        a.xff_trusted_hops = 3;
+        assert_eq!(
+            a.client(peer, xff.iter().copied()),
+            "198.51.100.7".parse().ok()
+        );
+        a.xff_trusted_hops = 4;
+        assert_eq!(
+            a.client(peer, xff.iter().copied()),
+            None,
+            "fewer entries than hops"
+        );
+        a.xff_trusted_hops = 1;
+        assert_eq!(a.client(peer, ["unknown"].into_iter()), None);
+        assert_eq!(a.client(peer, std::iter::empty()), None);
     }
 
     #[test]

@@ -26,6 +26,7 @@ fn access(allow: &[&str], deny: &[&str]) -> ExtensionSpec {
     ExtensionSpec::IpAccess(IpAccess {
         allow: parse(allow),
         deny: parse(deny),
+        ..IpAccess::default()
     })
 }
 
@@ -219,4 +220,72 @@ async fn an_edited_resource_takes_effect_on_reload_and_an_unchanged_one_recompil
         get(&c, port, "h.test", "/").await.status,
         StatusCode::FORBIDDEN
     );
+}
+
+#[tokio::test]
+async fn ip_access_can_judge_the_address_a_trusted_proxy_forwarded() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let trusting = |hops: u8| {
+        let ExtensionSpec::IpAccess(mut a) = access(&["203.0.113.0/24"], &["203.0.113.66"]) else {
+            unreachable!()
+        };
+        a.xff_trusted_hops = hops;
+        ExtensionSpec::IpAccess(a)
+    };
+    let config = config_with(
+        port,
+        backend.addr,
+        vec![
+            ("/one", vec![Filter::Extension(key("one"))]),
+            ("/two", vec![Filter::Extension(key("two"))]),
+        ],
+        vec![
+            Extension {
+                key: key("one"),
+                spec: trusting(1),
+            },
+            Extension {
+                key: key("two"),
+                spec: trusting(2),
+            },
+        ],
+    );
+    let (_proxy, _) = start_proxy(config).await;
+    let c = client();
+    let with_xff = |path: &str, xff: Option<&'static str>| {
+        let req = request(port, "h.test", path);
+        match xff {
+            Some(v) => req.header("x-forwarded-for", v),
+            None => req,
+        }
+    };
+    let cases = [
+        // One trusted hop: the last entry is the client.
+        ("/one", Some("203.0.113.9"), StatusCode::OK),
+        (
+            "/one",
+            Some("203.0.113.9, 198.51.100.1"),
+            StatusCode::FORBIDDEN,
+        ),
+        ("/one", Some("203.0.113.66"), StatusCode::FORBIDDEN),
+        // Two: the client may claim anything left of what they saw.
+        (
+            "/two",
+            Some("198.51.100.1, 203.0.113.9, 10.1.1.1"),
+            StatusCode::OK,
+        ),
+        ("/two", Some("203.0.113.9"), StatusCode::FORBIDDEN),
+        // No header, or garbage where the client should be: refused.
+        ("/one", None, StatusCode::FORBIDDEN),
+        ("/one", Some("not-an-address"), StatusCode::FORBIDDEN),
+    ];
+    for (path, xff, want) in cases {
+        assert_eq!(
+            send(&c, with_xff(path, xff)).await.status,
+            want,
+            "{path} {xff:?}"
+        );
+    }
+    assert_eq!(backend.hits.load(Ordering::SeqCst), 2);
 }

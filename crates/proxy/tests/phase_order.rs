@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use common::*;
 use coxswain_ir::{
     Config, Cors, Extension, ExtensionKey, ExtensionKind, ExtensionSpec, Filter, IpAccess,
-    RateLimit, RateLimitKey,
+    RateLimitKey,
 };
 use http::StatusCode;
 
@@ -76,6 +76,7 @@ fn config_in_reverse_order(port: u16, backend: SocketAddr) -> Arc<Config> {
             spec: ExtensionSpec::IpAccess(IpAccess {
                 allow: vec!["203.0.113.0/24".parse().unwrap()],
                 deny: vec![],
+                ..IpAccess::default()
             }),
         },
         Extension {

@@ -39,5 +39,10 @@ fn parse(cr: &IpAccessControl) -> Result<IpAccess, String> {
     Ok(IpAccess {
         allow: list("allow", &cr.spec.allow)?,
         deny: list("deny", &cr.spec.deny)?,
+        xff_trusted_hops: match &cr.spec.x_forwarded_for {
+            None => 0,
+            Some(trust) if (1..=16).contains(&trust.trusted_hops) => trust.trusted_hops,
+            Some(_) => return Err("spec.xForwardedFor.trustedHops: must be 1 to 16".into()),
+        },
     })
 }
