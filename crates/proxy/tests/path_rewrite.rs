@@ -13,11 +13,7 @@ use coxswain_ir::{
 use http::StatusCode;
 
 fn key(name: &str) -> ExtensionKey {
-    ExtensionKey {
-        kind: ExtensionKind::PathRewriteRegex,
-        namespace: "default".into(),
-        name: name.into(),
-    }
+    extension_key(ExtensionKind::PathRewriteRegex, name)
 }
 
 fn rewrite(name: &str, pattern: &str, substitution: &str) -> Extension {
@@ -31,38 +27,25 @@ fn rewrite(name: &str, pattern: &str, substitution: &str) -> Extension {
 }
 
 fn rewriting_config(port: u16, backend: std::net::SocketAddr) -> Arc<Config> {
-    let rule = |path: &str, filters: Vec<Filter>| {
-        let mut r = route(
-            path.trim_start_matches('/'),
-            &[],
-            vec![prefix(path)],
-            vec![to("echo", 1)],
-        );
-        r.filters = filters;
-        r
-    };
     let prefix_rewrite = Filter::Rewrite(Rewrite {
         hostname: None,
         path: Some(PathModifier::ReplacePrefixMatch("/api".into())),
     });
     let routes = vec![
-        rule("/api", vec![Filter::Extension(key("versions"))]),
+        rule_with("/api", vec![Filter::Extension(key("versions"))]),
         // The URLRewrite first (spec order within the transforms phase):
         // the regex sees `/api/...`.
-        rule(
+        rule_with(
             "/old",
             vec![prefix_rewrite, Filter::Extension(key("versions"))],
         ),
-        rule("/bare", vec![Filter::Extension(key("unrooted"))]),
+        rule_with("/bare", vec![Filter::Extension(key("unrooted"))]),
     ];
-    let mut config = (*simple_config(port, routes, backend)).clone();
-    let mut extensions = vec![
+    let extensions = vec![
         rewrite("versions", r"^/api/v(\d+)/(?P<rest>.*)$", "/v$1/${rest}"),
         rewrite("unrooted", "^/bare/", "moved-"),
     ];
-    extensions.sort_by(|a, b| a.key.cmp(&b.key));
-    config.extensions = extensions;
-    Arc::new(config)
+    config_with_extensions(port, routes, backend, extensions)
 }
 
 #[tokio::test]

@@ -12,18 +12,11 @@ use std::sync::atomic::Ordering;
 
 use common::*;
 use coxswain_ir::{
-    Config, Cors, Extension, ExtensionKey, ExtensionKind, ExtensionSpec, Filter, IpAccess,
-    RateLimitKey,
+    Config, Cors, Extension, ExtensionKind, ExtensionSpec, Filter, IpAccess, RateLimitKey,
 };
 use http::StatusCode;
 
-fn key(kind: ExtensionKind, name: &str) -> ExtensionKey {
-    ExtensionKey {
-        kind,
-        namespace: "default".into(),
-        name: name.into(),
-    }
-}
+use extension_key as key;
 
 fn ext(kind: ExtensionKind, name: &str) -> Filter {
     Filter::Extension(key(kind, name))
@@ -40,18 +33,8 @@ fn cors() -> Filter {
 /// Rules whose filters are listed last phase first.
 fn config_in_reverse_order(port: u16, backend: SocketAddr) -> Arc<Config> {
     use ExtensionKind::*;
-    let rule = |path: &str, filters: Vec<Filter>| {
-        let mut r = route(
-            path.trim_start_matches('/'),
-            &[],
-            vec![prefix(path)],
-            vec![to("echo", 1)],
-        );
-        r.filters = filters;
-        r
-    };
     let routes = vec![
-        rule(
+        rule_with(
             "/refused",
             vec![
                 ext(PathRewriteRegex, "rewrite"),
@@ -60,7 +43,7 @@ fn config_in_reverse_order(port: u16, backend: SocketAddr) -> Arc<Config> {
                 ext(IpAccessControl, "elsewhere"),
             ],
         ),
-        rule(
+        rule_with(
             "/preflight",
             vec![
                 ext(PathRewriteRegex, "rewrite"),
@@ -69,8 +52,7 @@ fn config_in_reverse_order(port: u16, backend: SocketAddr) -> Arc<Config> {
             ],
         ),
     ];
-    let mut config = (*simple_config(port, routes, backend)).clone();
-    let mut extensions = vec![
+    let extensions = vec![
         Extension {
             key: key(IpAccessControl, "elsewhere"),
             spec: ExtensionSpec::IpAccess(IpAccess {
@@ -97,9 +79,7 @@ fn config_in_reverse_order(port: u16, backend: SocketAddr) -> Arc<Config> {
             },
         },
     ];
-    extensions.sort_by(|a, b| a.key.cmp(&b.key));
-    config.extensions = extensions;
-    Arc::new(config)
+    config_with_extensions(port, routes, backend, extensions)
 }
 
 #[tokio::test]

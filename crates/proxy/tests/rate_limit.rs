@@ -20,11 +20,7 @@ use http::StatusCode;
 use http_body_util::Full;
 
 fn key(name: &str) -> ExtensionKey {
-    ExtensionKey {
-        kind: ExtensionKind::RateLimit,
-        namespace: "default".into(),
-        name: name.into(),
-    }
+    extension_key(ExtensionKind::RateLimit, name)
 }
 
 fn limit(name: &str, key: RateLimitKey) -> Extension {
@@ -41,31 +37,19 @@ fn limit(name: &str, key: RateLimitKey) -> Extension {
 }
 
 fn limited_config(port: u16, backend: std::net::SocketAddr) -> Arc<Config> {
-    let rule = |path: &str, resource: &str| {
-        let mut r = route(
-            path.trim_start_matches('/'),
-            &[],
-            vec![prefix(path)],
-            vec![to("echo", 1)],
-        );
-        r.filters = vec![Filter::Extension(key(resource))];
-        r
-    };
+    let rule = |path: &str, resource: &str| rule_with(path, vec![Filter::Extension(key(resource))]);
     let routes = vec![
         rule("/a", "per-client"),
         rule("/b", "per-client"),
         rule("/keyed", "per-key"),
         rule("/shared", "whole-route"),
     ];
-    let mut config = (*simple_config(port, routes, backend)).clone();
-    let mut extensions = vec![
+    let extensions = vec![
         limit("per-client", RateLimitKey::ClientIp),
         limit("per-key", RateLimitKey::Header("x-api-key".into())),
         limit("whole-route", RateLimitKey::Route),
     ];
-    extensions.sort_by(|a, b| a.key.cmp(&b.key));
-    config.extensions = extensions;
-    Arc::new(config)
+    config_with_extensions(port, routes, backend, extensions)
 }
 
 fn header<'a>(reply: &'a Reply, name: &str) -> &'a str {

@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use common::*;
-use coxswain_ir::{Config, Extension, ExtensionKey, ExtensionKind, ExtensionSpec, Filter};
+use coxswain_ir::{Config, Extension, ExtensionKind, ExtensionSpec, Filter};
 use http::{Request, Response, StatusCode};
 use http_body::Frame;
 use http_body_util::combinators::BoxBody;
@@ -107,19 +107,13 @@ fn stream_client(h2: bool) -> StreamClient {
 }
 
 fn limited_config(port: u16, backend: SocketAddr) -> Arc<Config> {
-    let key = ExtensionKey {
-        kind: ExtensionKind::RequestSizeLimit,
-        namespace: "default".into(),
-        name: "uploads".into(),
-    };
-    let mut r = route("upload", &[], vec![prefix("/")], vec![to("echo", 1)]);
-    r.filters = vec![Filter::Extension(key.clone())];
-    let mut config = (*simple_config(port, vec![r], backend)).clone();
-    config.extensions = vec![Extension {
+    let key = extension_key(ExtensionKind::RequestSizeLimit, "uploads");
+    let rule = rule_with("/", vec![Filter::Extension(key.clone())]);
+    let limit = Extension {
         key,
         spec: ExtensionSpec::SizeLimit { max_bytes: LIMIT },
-    }];
-    Arc::new(config)
+    };
+    config_with_extensions(port, vec![rule], backend, vec![limit])
 }
 
 async fn upload(

@@ -402,3 +402,37 @@ pub fn raw_status(response: &str) -> u16 {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0)
 }
+
+/// The key of a Coxswain filter resource in namespace `default`.
+pub fn extension_key(kind: coxswain_ir::ExtensionKind, name: &str) -> coxswain_ir::ExtensionKey {
+    coxswain_ir::ExtensionKey {
+        kind,
+        namespace: "default".into(),
+        name: name.into(),
+    }
+}
+
+/// A rule on prefix `path` to cluster `echo` with exactly `filters`.
+pub fn rule_with(path: &str, filters: Vec<Filter>) -> Route {
+    let mut r = route(
+        path.trim_start_matches('/'),
+        &[],
+        vec![prefix(path)],
+        vec![to("echo", 1)],
+    );
+    r.filters = filters;
+    r
+}
+
+/// [`simple_config`] with `extensions` in the config's table (sorted).
+pub fn config_with_extensions(
+    port: u16,
+    routes: Vec<Route>,
+    backend: SocketAddr,
+    mut extensions: Vec<coxswain_ir::Extension>,
+) -> Arc<Config> {
+    extensions.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut config = (*simple_config(port, routes, backend)).clone();
+    config.extensions = extensions;
+    Arc::new(config)
+}

@@ -8,22 +8,10 @@
 use coxswain_api::IpAccessControl;
 use coxswain_ir::{ExtensionSpec, IpAccess, IpCidr};
 
-use super::{Resolved, accepted, invalid};
+use super::{Resolved, enforced_or_refused};
 
 pub fn resolve(cr: &IpAccessControl) -> Resolved {
-    match parse(cr) {
-        Ok(access) => Resolved {
-            spec: ExtensionSpec::IpAccess(access),
-            conditions: accepted(),
-        },
-        Err(message) => Resolved {
-            spec: ExtensionSpec::Broken {
-                status: 500,
-                reason: message.clone(),
-            },
-            conditions: invalid(message),
-        },
-    }
+    enforced_or_refused(parse(cr).map(ExtensionSpec::IpAccess))
 }
 
 fn parse(cr: &IpAccessControl) -> Result<IpAccess, String> {

@@ -250,6 +250,24 @@ pub fn accepted() -> Vec<Cond> {
     ]
 }
 
+/// A resource enforced as `parsed` says, or, when it does not parse, not
+/// served at all: its rules answer 500 and its status says why.
+pub fn enforced_or_refused(parsed: Result<ExtensionSpec, String>) -> Resolved {
+    match parsed {
+        Ok(spec) => Resolved {
+            spec,
+            conditions: accepted(),
+        },
+        Err(message) => Resolved {
+            spec: ExtensionSpec::Broken {
+                status: 500,
+                reason: message.clone(),
+            },
+            conditions: invalid(message),
+        },
+    }
+}
+
 /// The conditions of a resource that cannot be enforced: the rules using
 /// it answer every request with an error instead.
 pub fn invalid(message: String) -> Vec<Cond> {

@@ -7,25 +7,14 @@
 use coxswain_api::PathRewriteRegex;
 use coxswain_ir::{ExtensionSpec, MAX_REGEX_SIZE};
 
-use super::{Resolved, accepted, invalid};
+use super::{Resolved, enforced_or_refused};
 
 pub fn resolve(cr: &PathRewriteRegex) -> Resolved {
-    match check(&cr.spec.pattern, &cr.spec.substitution) {
-        Ok(()) => Resolved {
-            spec: ExtensionSpec::PathRewrite {
-                pattern: cr.spec.pattern.clone(),
-                substitution: cr.spec.substitution.clone(),
-            },
-            conditions: accepted(),
-        },
-        Err(message) => Resolved {
-            spec: ExtensionSpec::Broken {
-                status: 500,
-                reason: message.clone(),
-            },
-            conditions: invalid(message),
-        },
-    }
+    let checked = check(&cr.spec.pattern, &cr.spec.substitution);
+    enforced_or_refused(checked.map(|()| ExtensionSpec::PathRewrite {
+        pattern: cr.spec.pattern.clone(),
+        substitution: cr.spec.substitution.clone(),
+    }))
 }
 
 fn check(pattern: &str, substitution: &str) -> Result<(), String> {

@@ -7,22 +7,10 @@ use coxswain_api::RateLimit;
 use coxswain_api::crds::{RateLimitKeyType, RateLimitUnit};
 use coxswain_ir::{ExtensionSpec, RateLimitKey};
 
-use super::{Resolved, accepted, invalid};
+use super::{Resolved, enforced_or_refused};
 
 pub fn resolve(cr: &RateLimit) -> Resolved {
-    match parse(cr) {
-        Ok(limit) => Resolved {
-            spec: ExtensionSpec::RateLimit(limit),
-            conditions: accepted(),
-        },
-        Err(message) => Resolved {
-            spec: ExtensionSpec::Broken {
-                status: 500,
-                reason: message.clone(),
-            },
-            conditions: invalid(message),
-        },
-    }
+    enforced_or_refused(parse(cr).map(ExtensionSpec::RateLimit))
 }
 
 /// An RFC 9110 token: what a header name may be.
