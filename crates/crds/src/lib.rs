@@ -16,6 +16,7 @@
 )]
 
 mod backend_policy;
+mod basic_auth;
 mod filter_status;
 mod gateway_parameters;
 mod ip_access;
@@ -28,6 +29,7 @@ pub use backend_policy::{
     CoxswainBackendPolicySpec, CoxswainBackendPolicyStatus, LoadBalancer, PolicyAncestorRef,
     PolicyAncestorStatus, SessionPersistence,
 };
+pub use basic_auth::{BasicAuth, BasicAuthSecretRef, BasicAuthSpec};
 pub use filter_status::FilterStatus;
 pub use gateway_parameters::{
     CoxswainGatewayParameters, CoxswainGatewayParametersSpec, ServiceTypeOverride,
@@ -52,6 +54,7 @@ pub const GROUP: &str = "gateway.coxswain-labs.dev";
 /// the filter kinds are enforced by the rules that reference them.
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![
+        BasicAuth::crd(),
         CoxswainBackendPolicy::crd(),
         CoxswainGatewayParameters::crd(),
         IpAccessControl::crd(),

@@ -42,6 +42,7 @@ fn crds_are_namespaced_in_our_group_with_a_schema() {
     assert_eq!(
         names,
         [
+            "BasicAuth",
             "CoxswainBackendPolicy",
             "CoxswainGatewayParameters",
             "IpAccessControl",

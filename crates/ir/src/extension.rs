@@ -7,12 +7,13 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::IpCidr;
+use crate::{BasicAuth, IpCidr};
 
 /// The kinds of Coxswain filter resources (group
 /// `gateway.coxswain-labs.dev`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum ExtensionKind {
+    BasicAuth,
     IpAccessControl,
     PathRewriteRegex,
     RateLimit,
@@ -21,6 +22,7 @@ pub enum ExtensionKind {
 
 impl ExtensionKind {
     pub const ALL: &'static [ExtensionKind] = &[
+        ExtensionKind::BasicAuth,
         ExtensionKind::IpAccessControl,
         ExtensionKind::PathRewriteRegex,
         ExtensionKind::RateLimit,
@@ -30,6 +32,7 @@ impl ExtensionKind {
     /// The resource's Kubernetes `kind`.
     pub fn as_str(self) -> &'static str {
         match self {
+            ExtensionKind::BasicAuth => "BasicAuth",
             ExtensionKind::IpAccessControl => "IpAccessControl",
             ExtensionKind::PathRewriteRegex => "PathRewriteRegex",
             ExtensionKind::RateLimit => "RateLimit",
@@ -62,6 +65,7 @@ pub struct Extension {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ExtensionSpec {
     IpAccess(IpAccess),
+    BasicAuth(BasicAuth),
     /// PathRewriteRegex: every match of `pattern` (validated, at most
     /// [`crate::MAX_REGEX_SIZE`] compiled) in the path becomes
     /// `substitution` (`$1`, `${name}` capture groups).

@@ -20,6 +20,7 @@
 )]
 
 mod backend_policy;
+mod basic_auth;
 mod cidr;
 mod cluster;
 mod extension;
@@ -32,6 +33,7 @@ mod route;
 mod tls;
 
 pub use backend_policy::{BackendPolicy, Balancer, Breaker, HashKey, Persistence};
+pub use basic_auth::{BasicAuth, BasicAuthUser, HashText, PasswordHash, PasswordScheme};
 pub use cidr::{CidrError, IpCidr};
 pub use cluster::{
     BackendTls, BackendTrust, Cluster, Endpoint, RetryBudget, SubjectAltName, UpstreamProtocol,

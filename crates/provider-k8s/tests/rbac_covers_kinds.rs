@@ -62,6 +62,7 @@ fn every_kind_with_status_may_update_it() {
                 | Kind::BackendTlsPolicy
                 | Kind::CoxswainBackendPolicy
                 | Kind::XBackendTrafficPolicy
+                | Kind::BasicAuth
                 | Kind::IpAccessControl
                 | Kind::PathRewriteRegex
                 | Kind::RateLimit

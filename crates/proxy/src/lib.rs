@@ -14,6 +14,7 @@
     )
 )]
 
+mod auth;
 mod backend_tls;
 mod balance;
 mod breaker;

@@ -52,6 +52,8 @@ pub enum Reason {
     TargetNotFound,
     NotAllowed,
     ParentNotAccepted,
+    /// A filter resource's Secret is missing or not meant for it.
+    InvalidSecretRef,
 }
 
 impl ConditionType {
@@ -104,6 +106,7 @@ impl Reason {
             Reason::TargetNotFound => "TargetNotFound",
             Reason::NotAllowed => "NotAllowed",
             Reason::ParentNotAccepted => "ParentNotAccepted",
+            Reason::InvalidSecretRef => "InvalidSecretRef",
         }
     }
 }

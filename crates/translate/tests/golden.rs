@@ -221,6 +221,7 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "referencegrant",
                 "extensionref",
                 "ipaccesscontrol",
+                "basicauth",
                 "pathrewriteregex",
                 "ratelimit",
                 "requestsizelimit"

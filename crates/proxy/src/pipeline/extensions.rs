@@ -9,11 +9,13 @@ use std::sync::Arc;
 use coxswain_ir::{Config, ExtensionKey, ExtensionSpec, IpAccess};
 
 use super::rate_limit::CompiledRateLimit;
+use crate::auth::password::UserTable;
 
 /// One filter resource as the stages use it.
 #[derive(Debug)]
 pub enum CompiledExtension {
     IpAccess(IpAccess),
+    BasicAuth(UserTable),
     PathRewrite {
         regex: regex::Regex,
         substitution: String,
@@ -37,6 +39,7 @@ impl CompiledExtension {
     fn compile(spec: &ExtensionSpec) -> Self {
         match spec {
             ExtensionSpec::IpAccess(access) => CompiledExtension::IpAccess(access.clone()),
+            ExtensionSpec::BasicAuth(auth) => CompiledExtension::BasicAuth(UserTable::new(auth)),
             ExtensionSpec::PathRewrite {
                 pattern,
                 substitution,

@@ -10,7 +10,8 @@ use super::context::RequestCtx;
 use super::extensions::{CompiledExtension, ExtensionSet, broken_status};
 use super::rate_limit::CompiledRateLimit;
 use super::{
-    Flow, cors, headers, ip_access, path_rewrite, rate_limit, redirect, rewrite, size_limit,
+    Flow, basic_auth, cors, headers, ip_access, path_rewrite, rate_limit, redirect, rewrite,
+    size_limit,
 };
 use crate::cluster::ClusterSet;
 use crate::http::body::plain;
@@ -61,6 +62,7 @@ impl RequestStage {
             RequestStage::Deny(_) => Phase::Network,
             RequestStage::Extension(e) => match &**e {
                 CompiledExtension::IpAccess(_) | CompiledExtension::Broken { .. } => Phase::Network,
+                CompiledExtension::BasicAuth(_) => Phase::Authn,
                 CompiledExtension::SizeLimit { .. } | CompiledExtension::RateLimit(_) => {
                     Phase::Limits
                 }
@@ -85,6 +87,10 @@ impl RequestStage {
             RequestStage::Deny(status) => Flow::Answer(plain(*status, "filter unavailable\n")),
             RequestStage::Extension(e) => match &**e {
                 CompiledExtension::IpAccess(access) => ip_access::admit(access, ctx),
+                // Boxed: only requests to these rules carry its future.
+                CompiledExtension::BasicAuth(table) => {
+                    Box::pin(basic_auth::admit(table, ctx)).await
+                }
                 CompiledExtension::SizeLimit { max_bytes } => size_limit::admit(*max_bytes, ctx),
                 CompiledExtension::PathRewrite {
                     regex,

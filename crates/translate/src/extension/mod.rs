@@ -15,6 +15,8 @@
 //!   ConfigMaps are read there, not in route translation, so rotating a
 //!   Secret recompiles no route.
 
+mod basic_auth;
+mod htpasswd;
 mod ip_access;
 mod path_rewrite_regex;
 mod rate_limit;
@@ -36,6 +38,7 @@ pub const GROUP: &str = "gateway.coxswain-labs.dev";
 /// The kind of Snapshot object behind an extension kind.
 pub fn api_kind(kind: ExtensionKind) -> Kind {
     match kind {
+        ExtensionKind::BasicAuth => Kind::BasicAuth,
         ExtensionKind::IpAccessControl => Kind::IpAccessControl,
         ExtensionKind::PathRewriteRegex => Kind::PathRewriteRegex,
         ExtensionKind::RateLimit => Kind::RateLimit,
@@ -46,6 +49,8 @@ pub fn api_kind(kind: ExtensionKind) -> Kind {
 /// Whether a GRPCRoute rule may use the kind (the user guide's list).
 fn applies_to_grpc(kind: ExtensionKind) -> bool {
     match kind {
+        // An HTTP/browser idiom: gRPC clients use bearer tokens or mTLS.
+        ExtensionKind::BasicAuth => false,
         ExtensionKind::IpAccessControl => true,
         // A gRPC path is the method's address, not something to rewrite.
         ExtensionKind::PathRewriteRegex => false,
@@ -120,6 +125,7 @@ pub fn resolve_ref(
 
 fn exists(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> bool {
     match kind {
+        ExtensionKind::BasicAuth => snapshot.basic_auths.contains_key(key),
         ExtensionKind::IpAccessControl => snapshot.ip_access_controls.contains_key(key),
         ExtensionKind::PathRewriteRegex => snapshot.path_rewrite_regexes.contains_key(key),
         ExtensionKind::RateLimit => snapshot.rate_limits.contains_key(key),
@@ -135,6 +141,10 @@ pub struct Resolved {
 
 fn resolve(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> Option<Resolved> {
     match kind {
+        ExtensionKind::BasicAuth => snapshot
+            .basic_auths
+            .get(key)
+            .map(|cr| basic_auth::resolve(snapshot, cr)),
         ExtensionKind::IpAccessControl => snapshot
             .ip_access_controls
             .get(key)
@@ -208,6 +218,11 @@ pub fn statuses(
 /// Keys and generations of every resource of `kind`.
 fn objects(snapshot: &Snapshot, kind: ExtensionKind) -> Vec<(ObjectKey, Option<i64>)> {
     match kind {
+        ExtensionKind::BasicAuth => snapshot
+            .basic_auths
+            .iter()
+            .map(|(k, o)| (k.clone(), o.metadata.generation))
+            .collect(),
         ExtensionKind::IpAccessControl => snapshot
             .ip_access_controls
             .iter()

@@ -157,6 +157,7 @@ const WATCHED: &[(&str, &str)] = &[
     (GW, "backendtlspolicies"),
     (GW, "referencegrants"),
     (COXSWAIN, "coxswainbackendpolicies"),
+    (COXSWAIN, "basicauths"),
     (COXSWAIN, "ipaccesscontrols"),
     (COXSWAIN, "pathrewriteregexes"),
     (COXSWAIN, "ratelimits"),
@@ -195,6 +196,7 @@ fn needed() -> Vec<Access> {
         all.push(Access::new("update", GW, resource).sub("status"));
     }
     for resource in [
+        "basicauths",
         "coxswainbackendpolicies",
         "ipaccesscontrols",
         "pathrewriteregexes",

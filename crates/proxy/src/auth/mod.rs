@@ -1,0 +1,4 @@
+//! Credential checks the authentication stages share.
+
+pub mod apr1;
+pub mod password;
