@@ -14,11 +14,7 @@ use coxswain_ir::{
 use http::StatusCode;
 
 fn key(name: &str) -> ExtensionKey {
-    ExtensionKey {
-        kind: ExtensionKind::IpAccessControl,
-        namespace: "default".into(),
-        name: name.into(),
-    }
+    extension_key(ExtensionKind::IpAccessControl, name)
 }
 
 fn access(allow: &[&str], deny: &[&str]) -> ExtensionSpec {
@@ -36,25 +32,13 @@ fn config_with(
     port: u16,
     backend: std::net::SocketAddr,
     routes: Vec<(&str, Vec<Filter>)>,
-    mut extensions: Vec<Extension>,
+    extensions: Vec<Extension>,
 ) -> Arc<Config> {
     let routes = routes
         .into_iter()
-        .map(|(path, filters)| {
-            let mut r = route(
-                path.trim_start_matches('/'),
-                &[],
-                vec![prefix(path)],
-                vec![to("echo", 1)],
-            );
-            r.filters = filters;
-            r
-        })
+        .map(|(path, filters)| rule_with(path, filters))
         .collect();
-    extensions.sort_by(|a, b| a.key.cmp(&b.key));
-    let mut config = (*simple_config(port, routes, backend)).clone();
-    config.extensions = extensions;
-    Arc::new(config)
+    config_with_extensions(port, routes, backend, extensions)
 }
 
 #[tokio::test]
