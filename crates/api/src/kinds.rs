@@ -239,6 +239,10 @@ kinds! {
         field: basic_auths, kind: "BasicAuth", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: true,
     }
+    Compression: crate::Compression {
+        field: compressions, kind: "Compression", group: "gateway.coxswain-labs.dev",
+        versions: ["v1alpha1"], cluster_scoped: false, route_input: true,
+    }
     IpAccessControl: crate::IpAccessControl {
         field: ip_access_controls, kind: "IpAccessControl", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: true,

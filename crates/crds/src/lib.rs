@@ -17,6 +17,7 @@
 
 mod backend_policy;
 mod basic_auth;
+mod compression;
 mod filter_status;
 mod gateway_parameters;
 mod ip_access;
@@ -30,6 +31,7 @@ pub use backend_policy::{
     PolicyAncestorStatus, SessionPersistence,
 };
 pub use basic_auth::{BasicAuth, BasicAuthSecretRef, BasicAuthSpec};
+pub use compression::{Compression, CompressionSpec};
 pub use filter_status::FilterStatus;
 pub use gateway_parameters::{
     CoxswainGatewayParameters, CoxswainGatewayParametersSpec, ServiceTypeOverride,
@@ -55,6 +57,7 @@ pub const GROUP: &str = "gateway.coxswain-labs.dev";
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![
         BasicAuth::crd(),
+        Compression::crd(),
         CoxswainBackendPolicy::crd(),
         CoxswainGatewayParameters::crd(),
         IpAccessControl::crd(),

@@ -7,13 +7,14 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BasicAuth, IpCidr};
+use crate::{BasicAuth, Compression, IpCidr};
 
 /// The kinds of Coxswain filter resources (group
 /// `gateway.coxswain-labs.dev`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum ExtensionKind {
     BasicAuth,
+    Compression,
     IpAccessControl,
     PathRewriteRegex,
     RateLimit,
@@ -23,6 +24,7 @@ pub enum ExtensionKind {
 impl ExtensionKind {
     pub const ALL: &'static [ExtensionKind] = &[
         ExtensionKind::BasicAuth,
+        ExtensionKind::Compression,
         ExtensionKind::IpAccessControl,
         ExtensionKind::PathRewriteRegex,
         ExtensionKind::RateLimit,
@@ -33,6 +35,7 @@ impl ExtensionKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ExtensionKind::BasicAuth => "BasicAuth",
+            ExtensionKind::Compression => "Compression",
             ExtensionKind::IpAccessControl => "IpAccessControl",
             ExtensionKind::PathRewriteRegex => "PathRewriteRegex",
             ExtensionKind::RateLimit => "RateLimit",
@@ -66,6 +69,9 @@ pub struct Extension {
 pub enum ExtensionSpec {
     IpAccess(IpAccess),
     BasicAuth(BasicAuth),
+    /// Compression: responses encoded as the client accepts (a resource
+    /// with no encoding enabled is kept, and does nothing).
+    Compression(Compression),
     /// PathRewriteRegex: every match of `pattern` (validated, at most
     /// [`crate::MAX_REGEX_SIZE`] compiled) in the path becomes
     /// `substitution` (`$1`, `${name}` capture groups).

@@ -23,6 +23,7 @@ mod backend_policy;
 mod basic_auth;
 mod cidr;
 mod cluster;
+mod compression;
 mod extension;
 mod feedback;
 mod filter;
@@ -39,6 +40,7 @@ pub use cluster::{
     BackendTls, BackendTrust, Cluster, Endpoint, RetryBudget, SubjectAltName, UpstreamProtocol,
     UpstreamTls,
 };
+pub use compression::Compression;
 pub use extension::{
     Extension, ExtensionKey, ExtensionKind, ExtensionSpec, IpAccess, RateLimit, RateLimitKey,
 };

@@ -259,6 +259,7 @@ async fn pass(
         merge_backend_traffic_policy
     );
     write_filters!(plan, client, job, basic_auths, BasicAuth);
+    write_filters!(plan, client, job, compressions, Compression);
     write_filters!(plan, client, job, ip_access_controls, IpAccessControl);
     write_filters!(plan, client, job, path_rewrite_regexes, PathRewriteRegex);
     write_filters!(plan, client, job, rate_limits, RateLimit);

@@ -1,7 +1,10 @@
-//! HTTP building blocks: paths, redirects, header hygiene, bodies.
+//! HTTP building blocks: paths, redirects, header hygiene, bodies,
+//! compression.
 
+pub mod accept_encoding;
 pub mod authority;
 pub mod body;
+pub mod compress;
 pub mod cors;
 pub mod grpc;
 pub mod grpc_status;

@@ -7,6 +7,7 @@ use http::request::Parts;
 use http::{HeaderName, HeaderValue};
 use hyper::upgrade::OnUpgrade;
 
+use super::compression::CompressionPlan;
 use crate::mirror::MirrorFilter;
 use crate::router::CompiledMatch;
 
@@ -69,4 +70,6 @@ pub struct ResponsePlan {
     pub cors: Vec<(HeaderName, HeaderValue)>,
     /// Headers request stages add to the answer (the rate-limit state).
     pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The rule's Compression and the coding this client takes.
+    pub compression: Option<CompressionPlan>,
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use coxswain_ir::{Config, ExtensionKey, ExtensionSpec, IpAccess};
 
+use super::compression::CompressionPolicy;
 use super::rate_limit::CompiledRateLimit;
 use crate::auth::password::UserTable;
 
@@ -16,6 +17,7 @@ use crate::auth::password::UserTable;
 pub enum CompiledExtension {
     IpAccess(IpAccess),
     BasicAuth(UserTable),
+    Compression(Arc<CompressionPolicy>),
     PathRewrite {
         regex: regex::Regex,
         substitution: String,
@@ -40,6 +42,11 @@ impl CompiledExtension {
         match spec {
             ExtensionSpec::IpAccess(access) => CompiledExtension::IpAccess(access.clone()),
             ExtensionSpec::BasicAuth(auth) => CompiledExtension::BasicAuth(UserTable::new(auth)),
+            ExtensionSpec::Compression(c) if c.enabled() => {
+                CompiledExtension::Compression(Arc::new(CompressionPolicy::new(c)))
+            }
+            // No encoding enabled: the resource does nothing.
+            ExtensionSpec::Compression(_) => CompiledExtension::Inactive,
             ExtensionSpec::PathRewrite {
                 pattern,
                 substitution,
@@ -99,8 +106,12 @@ impl ExtensionSet {
                     .and_then(|p| p.0.get(&e.key))
                     .filter(|(spec, _)| *spec == e.spec)
                     .map(|(_, compiled)| compiled.clone());
-                let compiled =
-                    kept.unwrap_or_else(|| Arc::new(CompiledExtension::compile(&e.spec)));
+                let compiled = kept.unwrap_or_else(|| {
+                    if let ExtensionSpec::Inactive { reason } = &e.spec {
+                        tracing::warn!(key = %e.key, %reason, "filter resource invalid; not applied");
+                    }
+                    Arc::new(CompiledExtension::compile(&e.spec))
+                });
                 (e.key.clone(), (e.spec.clone(), compiled))
             })
             .collect();

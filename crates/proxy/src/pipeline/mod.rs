@@ -10,16 +10,17 @@
 //! | authn | BasicAuth (401 with a challenge) | who the client is, before anything spends work on it |
 //! | authz | (authorisation filters) | needs the identity |
 //! | limits | RateLimit (429 with `Retry-After`, `RateLimit` headers on every answer), RequestSizeLimit (413 on a `Content-Length` past the limit; a streamed body is cut off where it passes it) | counted per identity, after refusals |
-//! | transforms | request header edits, URL rewrite, PathRewriteRegex, redirect, mirror sampling | what the upstream (or the redirect) sees; a redirect answers only an admitted request |
+//! | transforms | request header edits, URL rewrite, PathRewriteRegex, redirect, mirror sampling, Compression (the coding the client accepts, recorded for the response) | what the upstream (or the redirect) sees; a redirect answers only an admitted request |
 //! | forwarding | `X-Forwarded-*`, `Host`, the mirror copies | the request as the upstream will see it, copied to mirrors |
 //! | upstream | session pin, backend choice, backendRef header edits, attempts and retries | [`upstream`] |
-//! | response | hop-by-hop strip, response header edits (rule, then backendRef), session token, CORS headers | [`response`] |
+//! | response | hop-by-hop strip, response header edits (rule, then backendRef), Compression (headers, then the body streamed through the encoder), session token, CORS headers | [`response`] |
 //!
 //! A stage either lets the request go on or answers it itself
 //! ([`Flow::Answer`]); an answered request never reaches a later stage or
 //! a backend.
 
 mod basic_auth;
+mod compression;
 mod context;
 mod cors;
 pub mod extensions;

@@ -2,15 +2,19 @@
 //!
 //! In order: hop-by-hop headers go (an upgrade's `Upgrade`/`Connection`
 //! come back), the rule's then the backendRef's ResponseHeaderModifier
-//! edits, the balancer's sticky-session cookie, the route session's token,
-//! the request stages' headers (the rate-limit state), then the CORS
-//! headers (which no edit can take away).
+//! edits, Compression (after the edits, so it judges the headers the
+//! client will get: an edit may add `Cache-Control: no-transform`; it
+//! sets `Content-Encoding` and `Vary` and wraps the body), the
+//! balancer's sticky-session cookie, the route session's token, the
+//! request stages' headers (the rate-limit state), then the CORS headers
+//! (which no edit can take away).
 
 use http::header::{SET_COOKIE, VARY};
 use http::{HeaderName, HeaderValue, Response, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
+use super::compression;
 use super::context::ResponsePlan;
 use crate::balance::Attempt;
 use crate::balance::held::HeldBody;
@@ -44,6 +48,7 @@ pub fn assemble(
     attempt: Attempt,
 ) -> Response<ProxyBody> {
     let (mut parts, body) = upstream.into_parts();
+    let tunnel = upgraded.is_some();
     strip_hop_by_hop(&mut parts.headers, false);
     match upgraded {
         Some(u) if u.over_h2 => upgrade::as_connect_response(&mut parts),
@@ -54,16 +59,21 @@ pub fn assemble(
     for edits in route.response_edits.iter().chain(&backend.response_edits) {
         edits.apply(&mut parts.headers);
     }
+    let mut body = HeldBody::new(body, attempt).boxed_unsync();
+    let mut plan = additions.plan;
+    if let Some(compress) = plan.compression.take().filter(|_| !tunnel) {
+        body = compression::apply(compress, &mut parts, body);
+    }
     if let Some(cookie) = additions.set_cookie {
         parts.headers.append(SET_COOKIE, cookie);
     }
     if let Some((name, value)) = additions.session_token {
         parts.headers.append(name, value);
     }
-    for (name, value) in additions.plan.headers {
+    for (name, value) in plan.headers {
         parts.headers.insert(name, value);
     }
-    for (name, value) in additions.plan.cors {
+    for (name, value) in plan.cors {
         // The backend's own Vary stays; CORS adds Origin to it.
         if name == VARY {
             parts.headers.append(name, value);
@@ -71,5 +81,5 @@ pub fn assemble(
             parts.headers.insert(name, value);
         }
     }
-    Response::from_parts(parts, HeldBody::new(body, attempt).boxed_unsync())
+    Response::from_parts(parts, body)
 }

@@ -10,8 +10,8 @@ use super::context::RequestCtx;
 use super::extensions::{CompiledExtension, ExtensionSet, broken_status};
 use super::rate_limit::CompiledRateLimit;
 use super::{
-    Flow, basic_auth, cors, headers, ip_access, path_rewrite, rate_limit, redirect, rewrite,
-    size_limit,
+    Flow, basic_auth, compression, cors, headers, ip_access, path_rewrite, rate_limit, redirect,
+    rewrite, size_limit,
 };
 use crate::cluster::ClusterSet;
 use crate::http::body::plain;
@@ -66,9 +66,9 @@ impl RequestStage {
                 CompiledExtension::SizeLimit { .. } | CompiledExtension::RateLimit(_) => {
                     Phase::Limits
                 }
-                CompiledExtension::PathRewrite { .. } | CompiledExtension::Inactive => {
-                    Phase::Transforms
-                }
+                CompiledExtension::PathRewrite { .. }
+                | CompiledExtension::Compression(_)
+                | CompiledExtension::Inactive => Phase::Transforms,
             },
             RequestStage::RateLimit { .. } => Phase::Limits,
             RequestStage::Cors(_) => Phase::Admission,
@@ -96,6 +96,7 @@ impl RequestStage {
                     regex,
                     substitution,
                 } => path_rewrite::apply(regex, substitution, ctx),
+                CompiledExtension::Compression(policy) => compression::plan(policy, ctx),
                 // Compiled to RequestStage::RateLimit; nothing to do here.
                 CompiledExtension::RateLimit(_) | CompiledExtension::Inactive => Flow::Next,
                 CompiledExtension::Broken { status, reason } => {

@@ -16,6 +16,7 @@
 //!   Secret recompiles no route.
 
 mod basic_auth;
+mod compression;
 mod htpasswd;
 mod ip_access;
 mod path_rewrite_regex;
@@ -39,6 +40,7 @@ pub const GROUP: &str = "gateway.coxswain-labs.dev";
 pub fn api_kind(kind: ExtensionKind) -> Kind {
     match kind {
         ExtensionKind::BasicAuth => Kind::BasicAuth,
+        ExtensionKind::Compression => Kind::Compression,
         ExtensionKind::IpAccessControl => Kind::IpAccessControl,
         ExtensionKind::PathRewriteRegex => Kind::PathRewriteRegex,
         ExtensionKind::RateLimit => Kind::RateLimit,
@@ -51,6 +53,9 @@ fn applies_to_grpc(kind: ExtensionKind) -> bool {
     match kind {
         // An HTTP/browser idiom: gRPC clients use bearer tokens or mTLS.
         ExtensionKind::BasicAuth => false,
+        // gRPC has its own message compression (grpc-encoding); a gRPC
+        // response is never compressed here anyway.
+        ExtensionKind::Compression => false,
         ExtensionKind::IpAccessControl => true,
         // A gRPC path is the method's address, not something to rewrite.
         ExtensionKind::PathRewriteRegex => false,
@@ -126,6 +131,7 @@ pub fn resolve_ref(
 fn exists(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> bool {
     match kind {
         ExtensionKind::BasicAuth => snapshot.basic_auths.contains_key(key),
+        ExtensionKind::Compression => snapshot.compressions.contains_key(key),
         ExtensionKind::IpAccessControl => snapshot.ip_access_controls.contains_key(key),
         ExtensionKind::PathRewriteRegex => snapshot.path_rewrite_regexes.contains_key(key),
         ExtensionKind::RateLimit => snapshot.rate_limits.contains_key(key),
@@ -145,6 +151,10 @@ fn resolve(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> Option<
             .basic_auths
             .get(key)
             .map(|cr| basic_auth::resolve(snapshot, cr)),
+        ExtensionKind::Compression => snapshot
+            .compressions
+            .get(key)
+            .map(|cr| compression::resolve(cr)),
         ExtensionKind::IpAccessControl => snapshot
             .ip_access_controls
             .get(key)
@@ -223,6 +233,11 @@ fn objects(snapshot: &Snapshot, kind: ExtensionKind) -> Vec<(ObjectKey, Option<i
             .iter()
             .map(|(k, o)| (k.clone(), o.metadata.generation))
             .collect(),
+        ExtensionKind::Compression => snapshot
+            .compressions
+            .iter()
+            .map(|(k, o)| (k.clone(), o.metadata.generation))
+            .collect(),
         ExtensionKind::IpAccessControl => snapshot
             .ip_access_controls
             .iter()
@@ -248,14 +263,14 @@ fn objects(snapshot: &Snapshot, kind: ExtensionKind) -> Vec<(ObjectKey, Option<i
 
 /// The conditions of a resource the data plane enforces as given.
 pub fn accepted() -> Vec<Cond> {
+    accepted_with("enforced by the rules that reference it")
+}
+
+/// [`accepted`], with a message saying something about how it applies.
+pub fn accepted_with(message: &str) -> Vec<Cond> {
     use crate::conditions::ConditionType;
     vec![
-        Cond::new(
-            ConditionType::Accepted,
-            true,
-            Reason::Accepted,
-            "enforced by the rules that reference it",
-        ),
+        Cond::new(ConditionType::Accepted, true, Reason::Accepted, message),
         Cond::new(
             ConditionType::ResolvedRefs,
             true,

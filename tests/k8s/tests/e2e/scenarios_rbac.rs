@@ -158,6 +158,7 @@ const WATCHED: &[(&str, &str)] = &[
     (GW, "referencegrants"),
     (COXSWAIN, "coxswainbackendpolicies"),
     (COXSWAIN, "basicauths"),
+    (COXSWAIN, "compressions"),
     (COXSWAIN, "ipaccesscontrols"),
     (COXSWAIN, "pathrewriteregexes"),
     (COXSWAIN, "ratelimits"),
@@ -197,6 +198,7 @@ fn needed() -> Vec<Access> {
     }
     for resource in [
         "basicauths",
+        "compressions",
         "coxswainbackendpolicies",
         "ipaccesscontrols",
         "pathrewriteregexes",
