@@ -298,7 +298,9 @@ mod tests {
         }
     }
 
-    fn poll_now<B: Body + Unpin>(body: &mut B) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+    type Polled<B> = Poll<Option<Result<Frame<<B as Body>::Data>, <B as Body>::Error>>>;
+
+    fn poll_now<B: Body + Unpin>(body: &mut B) -> Polled<B> {
         Pin::new(body).poll_frame(&mut Context::from_waker(Waker::noop()))
     }
 
