@@ -2,8 +2,8 @@
 //! prefers (decoded here with the codec crates), their headers (Vary, a
 //! weakened ETag, no Content-Length or Accept-Ranges), the responses left
 //! alone (below minSize, gRPC, no-transform, already encoded, HEAD, an
-//! invalid resource), and a slow stream that reaches the client event by
-//! event.
+//! invalid resource, an upgrade), HTTP/2 clients, and a slow stream that
+//! reaches the client event by event.
 
 mod common;
 
@@ -232,6 +232,27 @@ async fn each_coding_decodes_to_the_original_with_its_headers_fixed() {
 }
 
 #[tokio::test]
+async fn an_http2_client_gets_the_same_compressed_answer() {
+    let s = setup().await;
+    let h2 = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .http2_only(true)
+        .build(hyper_util::client::legacy::connect::HttpConnector::new());
+    for coding in ["gzip", "br", "zstd"] {
+        let req = request(s.port, "h.test", "/c/page")
+            .header("accept-encoding", coding)
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let response = h2.request(req).await.unwrap();
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        let h = response.headers().clone();
+        assert_eq!(values(&h, "content-encoding"), [coding]);
+        assert!(!h.contains_key("content-length"), "{coding}");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(decode(coding, &body), text(4000).as_bytes(), "{coding}");
+    }
+}
+
+#[tokio::test]
 async fn a_client_that_takes_no_coding_gets_identity_with_vary() {
     let s = setup().await;
     for accept in [
@@ -384,4 +405,69 @@ impl Prefix {
             Prefix::Zstd(d) => d.get_ref(),
         }
     }
+}
+
+/// An origin that accepts any upgrade (as `text/html`, to tempt the
+/// filter) and then echoes the tunnel's bytes.
+async fn upgrading_origin() -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = TcpListener::bind((LOCALHOST, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let answer = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+                              Connection: Upgrade\r\nContent-Type: text/html\r\n\r\n";
+                stream.write_all(answer.as_bytes()).await.unwrap();
+                let (mut read, mut write) = stream.split();
+                let _ = tokio::io::copy(&mut read, &mut write).await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn an_upgraded_connection_is_relayed_untouched() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let backend = upgrading_origin().await;
+    let port = free_port();
+    let (_proxy, _) = start_proxy(compressing_config(port, backend)).await;
+    let mut stream = tokio::net::TcpStream::connect((LOCALHOST, port))
+        .await
+        .unwrap();
+    let request = "GET /c/ws HTTP/1.1\r\nHost: h.test\r\nConnection: Upgrade\r\n\
+                   Upgrade: websocket\r\nAccept-Encoding: gzip, br, zstd\r\n\r\n";
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    let read_head = async {
+        while !head.ends_with(b"\r\n\r\n") {
+            assert_eq!(stream.read(&mut byte).await.unwrap(), 1, "closed");
+            head.push(byte[0]);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read_head)
+        .await
+        .unwrap();
+    let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(!head.contains("content-encoding"), "{head}");
+    assert!(!head.contains("vary"), "{head}");
+    let payload = text(3000);
+    stream.write_all(payload.as_bytes()).await.unwrap();
+    let mut echoed = vec![0u8; payload.len()];
+    tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut echoed))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(echoed, payload.as_bytes());
 }
