@@ -2,10 +2,10 @@
 //!
 //! In order: hop-by-hop headers go (an upgrade's `Upgrade`/`Connection`
 //! come back), the rule's then the backendRef's ResponseHeaderModifier
-//! edits, Compression (after the edits, so it judges the headers the
-//! client will get: an edit may add `Cache-Control: no-transform`; it
-//! sets `Content-Encoding` and `Vary` and wraps the body), the
-//! balancer's sticky-session cookie, the route session's token, the
+//! edits, Compression (it judges the headers the edits left, so an edit
+//! adding `Cache-Control: no-transform` is respected; it sets
+//! `Content-Encoding` and `Vary` and wraps the body), the balancer's
+//! sticky-session cookie, the route session's token, the
 //! request stages' headers (the rate-limit state), then the CORS headers
 //! (which no edit can take away).
 
