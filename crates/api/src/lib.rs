@@ -35,7 +35,7 @@ pub use gateway_api::apis::experimental as gw;
 /// Coxswain's own CRD types.
 pub use coxswain_crds as crds;
 pub use coxswain_crds::{
-    BasicAuth, CoxswainBackendPolicy, IpAccessControl, PathRewriteRegex, RateLimit,
+    BasicAuth, CoxswainBackendPolicy, IpAccessControl, JwtAuth, PathRewriteRegex, RateLimit,
     RequestSizeLimit,
 };
 /// BackendTLSPolicy is v1 (standard channel); the experimental module has none.

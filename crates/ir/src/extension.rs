@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BasicAuth, IpCidr};
+use crate::{BasicAuth, IpCidr, JwtAuth};
 
 /// The kinds of Coxswain filter resources (group
 /// `gateway.coxswain-labs.dev`).
@@ -15,6 +15,7 @@ use crate::{BasicAuth, IpCidr};
 pub enum ExtensionKind {
     BasicAuth,
     IpAccessControl,
+    JwtAuth,
     PathRewriteRegex,
     RateLimit,
     RequestSizeLimit,
@@ -24,6 +25,7 @@ impl ExtensionKind {
     pub const ALL: &'static [ExtensionKind] = &[
         ExtensionKind::BasicAuth,
         ExtensionKind::IpAccessControl,
+        ExtensionKind::JwtAuth,
         ExtensionKind::PathRewriteRegex,
         ExtensionKind::RateLimit,
         ExtensionKind::RequestSizeLimit,
@@ -34,6 +36,7 @@ impl ExtensionKind {
         match self {
             ExtensionKind::BasicAuth => "BasicAuth",
             ExtensionKind::IpAccessControl => "IpAccessControl",
+            ExtensionKind::JwtAuth => "JwtAuth",
             ExtensionKind::PathRewriteRegex => "PathRewriteRegex",
             ExtensionKind::RateLimit => "RateLimit",
             ExtensionKind::RequestSizeLimit => "RequestSizeLimit",
@@ -66,6 +69,7 @@ pub struct Extension {
 pub enum ExtensionSpec {
     IpAccess(IpAccess),
     BasicAuth(BasicAuth),
+    JwtAuth(JwtAuth),
     /// PathRewriteRegex: every match of `pattern` (validated, at most
     /// [`crate::MAX_REGEX_SIZE`] compiled) in the path becomes
     /// `substitution` (`$1`, `${name}` capture groups).
