@@ -9,6 +9,7 @@ use std::sync::Arc;
 use coxswain_ir::{Config, ExtensionKey, ExtensionSpec, IpAccess};
 
 use super::rate_limit::CompiledRateLimit;
+use crate::auth::jwt::CompiledJwtAuth;
 use crate::auth::password::UserTable;
 
 /// One filter resource as the stages use it.
@@ -16,6 +17,7 @@ use crate::auth::password::UserTable;
 pub enum CompiledExtension {
     IpAccess(IpAccess),
     BasicAuth(UserTable),
+    JwtAuth(CompiledJwtAuth),
     PathRewrite {
         regex: regex::Regex,
         substitution: String,
@@ -40,6 +42,14 @@ impl CompiledExtension {
         match spec {
             ExtensionSpec::IpAccess(access) => CompiledExtension::IpAccess(access.clone()),
             ExtensionSpec::BasicAuth(auth) => CompiledExtension::BasicAuth(UserTable::new(auth)),
+            ExtensionSpec::JwtAuth(auth) => match CompiledJwtAuth::compile(auth) {
+                Ok(jwt) => CompiledExtension::JwtAuth(jwt),
+                // The translator validated it; fail closed rather than open.
+                Err(reason) => CompiledExtension::Broken {
+                    status: http::StatusCode::SERVICE_UNAVAILABLE,
+                    reason,
+                },
+            },
             ExtensionSpec::PathRewrite {
                 pattern,
                 substitution,
