@@ -64,6 +64,7 @@ fn every_kind_with_status_may_update_it() {
                 | Kind::XBackendTrafficPolicy
                 | Kind::BasicAuth
                 | Kind::IpAccessControl
+                | Kind::JwtAuth
                 | Kind::PathRewriteRegex
                 | Kind::RateLimit
                 | Kind::RequestSizeLimit

@@ -222,6 +222,7 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "extensionref",
                 "ipaccesscontrol",
                 "basicauth",
+                "jwtauth",
                 "pathrewriteregex",
                 "ratelimit",
                 "requestsizelimit"
