@@ -92,12 +92,23 @@ impl<'de> Deserialize<'de> for KeyBytes {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JwkKey {
     /// Modulus and exponent, big-endian without leading zeros.
-    Rsa { n: KeyBytes, e: KeyBytes },
+    Rsa {
+        n: KeyBytes,
+        e: KeyBytes,
+    },
     /// Affine coordinates, 32 bytes each.
-    EcP256 { x: KeyBytes, y: KeyBytes },
+    EcP256 {
+        x: KeyBytes,
+        y: KeyBytes,
+    },
     /// Affine coordinates, 48 bytes each.
-    EcP384 { x: KeyBytes, y: KeyBytes },
-    Ed25519 { x: KeyBytes },
+    EcP384 {
+        x: KeyBytes,
+        y: KeyBytes,
+    },
+    Ed25519 {
+        x: KeyBytes,
+    },
 }
 
 impl JwkKey {
@@ -145,7 +156,10 @@ pub enum JwksError {
     /// The set holds no key JwtAuth can verify with.
     NoUsableKey,
     /// Key `index` (0-based) is broken.
-    Key { index: usize, reason: String },
+    Key {
+        index: usize,
+        reason: String,
+    },
 }
 
 impl fmt::Display for JwksError {

@@ -10,8 +10,8 @@ use super::context::RequestCtx;
 use super::extensions::{CompiledExtension, ExtensionSet, broken_status};
 use super::rate_limit::CompiledRateLimit;
 use super::{
-    Flow, basic_auth, cors, headers, ip_access, jwt_auth, path_rewrite, rate_limit, redirect, rewrite,
-    size_limit,
+    Flow, basic_auth, cors, headers, ip_access, jwt_auth, path_rewrite, rate_limit, redirect,
+    rewrite, size_limit,
 };
 use crate::cluster::ClusterSet;
 use crate::http::body::plain;

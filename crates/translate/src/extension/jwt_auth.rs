@@ -117,10 +117,13 @@ fn jwks(source: &JwksSource) -> Result<coxswain_ir::JwksSource, String> {
             let rest = uri
                 .strip_prefix("https://")
                 .or_else(|| uri.strip_prefix("http://"));
-            let host_ok = rest.is_some_and(|r| {
-                !r.is_empty() && !r.starts_with(['/', '?', '#', ':'])
-            });
-            if !host_ok || uri.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
+            let host_ok =
+                rest.is_some_and(|r| !r.is_empty() && !r.starts_with(['/', '?', '#', ':']));
+            if !host_ok
+                || uri
+                    .bytes()
+                    .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+            {
                 return Err(format!(
                     "spec.jwks.remote.uri: {uri:?} is not an http:// or https:// URL"
                 ));

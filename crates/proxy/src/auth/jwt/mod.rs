@@ -47,7 +47,11 @@ impl CompiledJwtAuth {
             .iter()
             .map(|c| Ok((c.claim.clone(), name(&c.header)?)))
             .collect::<Result<_, String>>()?;
-        let payload_header = auth.forward_payload_header.as_deref().map(name).transpose()?;
+        let payload_header = auth
+            .forward_payload_header
+            .as_deref()
+            .map(name)
+            .transpose()?;
         let keys = match &auth.jwks {
             JwksSource::Inline(jwks) => Keys::Inline(Arc::new(KeySet::new(jwks))),
             JwksSource::Remote(_) => Keys::Unavailable,

@@ -90,10 +90,21 @@ fn rsa() -> &'static Signer {
         let (pem, der) = (dir.join("key.pem"), dir.join("key.der"));
         let run = |cmd: &mut std::process::Command| {
             let out = cmd.output().expect("openssl");
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         };
         run(std::process::Command::new("openssl")
-            .args(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out"])
+            .args([
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:2048",
+                "-out",
+            ])
             .arg(&pem));
         // PKCS#8 DER, what ring's from_pkcs8 reads.
         run(std::process::Command::new("openssl")
@@ -155,8 +166,13 @@ fn auth(audiences: &[&str], skew: u64) -> JwtAuth {
 }
 
 fn check(token: &str, keys: &[Jwk], auth: &JwtAuth) -> Result<String, &'static str> {
-    verify(token, &KeySet::new(keys), auth, NOW)
-        .map(|v| v.claims.get("sub").and_then(Value::as_str).unwrap_or_default().to_string())
+    verify(token, &KeySet::new(keys), auth, NOW).map(|v| {
+        v.claims
+            .get("sub")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    })
 }
 
 fn name(alg: JwsAlg) -> String {
@@ -185,7 +201,11 @@ fn every_algorithm_verifies_with_a_generated_key_and_fails_when_tampered() {
     for (signer, alg) in cases {
         let t = token(signer, alg, json!({"alg": name(alg)}), claims());
         let keys = [signer.jwk(None, None)];
-        assert_eq!(check(&t, &keys, &auth(&[], 0)), Ok("alice".into()), "{alg:?}");
+        assert_eq!(
+            check(&t, &keys, &auth(&[], 0)),
+            Ok("alice".into()),
+            "{alg:?}"
+        );
         // Another payload under the same signature.
         let mut parts: Vec<&str> = t.split('.').collect();
         let forged = b64json(&json!({"iss": ISSUER, "sub": "mallory", "exp": NOW + 600}));
@@ -228,30 +248,59 @@ fn the_key_decides_the_algorithm() {
 fn none_and_hmac_are_always_refused() {
     let signer = rsa();
     let keys = [signer.jwk(None, None)];
-    let unsigned = format!("{}.{}.", b64json(&json!({"alg": "none"})), b64json(&claims()));
-    assert_eq!(check(&unsigned, &keys, &auth(&[], 0)), Err("algorithm not allowed"));
+    let unsigned = format!(
+        "{}.{}.",
+        b64json(&json!({"alg": "none"})),
+        b64json(&claims())
+    );
+    assert_eq!(
+        check(&unsigned, &keys, &auth(&[], 0)),
+        Err("algorithm not allowed")
+    );
     // HS256 keyed with the public key's bytes: the classic confusion.
     let JwkKey::Rsa { n, .. } = &keys[0].key else {
         unreachable!()
     };
-    let signed = format!("{}.{}", b64json(&json!({"alg": "HS256"})), b64json(&claims()));
+    let signed = format!(
+        "{}.{}",
+        b64json(&json!({"alg": "HS256"})),
+        b64json(&claims())
+    );
     let mac = ring::hmac::sign(
         &ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &n.0),
         signed.as_bytes(),
     );
     let hs = format!("{signed}.{}", B64.encode(mac.as_ref()));
-    assert_eq!(check(&hs, &keys, &auth(&[], 0)), Err("algorithm not allowed"));
+    assert_eq!(
+        check(&hs, &keys, &auth(&[], 0)),
+        Err("algorithm not allowed")
+    );
 }
 
 #[test]
 fn kid_selects_the_key() {
     let (a, b) = (p256(), p256());
     let keys = [a.jwk(Some("a"), None), b.jwk(Some("b"), None)];
-    let by_b = token(&b, JwsAlg::ES256, json!({"alg": "ES256", "kid": "b"}), claims());
+    let by_b = token(
+        &b,
+        JwsAlg::ES256,
+        json!({"alg": "ES256", "kid": "b"}),
+        claims(),
+    );
     assert!(check(&by_b, &keys, &auth(&[], 0)).is_ok());
-    let wrong = token(&b, JwsAlg::ES256, json!({"alg": "ES256", "kid": "a"}), claims());
+    let wrong = token(
+        &b,
+        JwsAlg::ES256,
+        json!({"alg": "ES256", "kid": "a"}),
+        claims(),
+    );
     assert_eq!(check(&wrong, &keys, &auth(&[], 0)), Err("bad signature"));
-    let unknown = token(&b, JwsAlg::ES256, json!({"alg": "ES256", "kid": "z"}), claims());
+    let unknown = token(
+        &b,
+        JwsAlg::ES256,
+        json!({"alg": "ES256", "kid": "z"}),
+        claims(),
+    );
     assert_eq!(
         check(&unknown, &keys, &auth(&[], 0)),
         Err("no key for the token's kid and alg")
@@ -268,12 +317,21 @@ fn time_claims_with_and_without_skew() {
     let with = |c: Value| token(&s, JwsAlg::ES256, json!({"alg": "ES256"}), c);
     let expired = with(json!({"iss": ISSUER, "exp": NOW - 30}));
     assert_eq!(check(&expired, &keys, &auth(&[], 0)), Err("token expired"));
-    assert!(check(&expired, &keys, &auth(&[], 60)).is_ok(), "within skew");
+    assert!(
+        check(&expired, &keys, &auth(&[], 60)).is_ok(),
+        "within skew"
+    );
     assert_eq!(check(&expired, &keys, &auth(&[], 20)), Err("token expired"));
     let no_exp = with(json!({"iss": ISSUER}));
-    assert_eq!(check(&no_exp, &keys, &auth(&[], 60)), Err("token has no expiry"));
+    assert_eq!(
+        check(&no_exp, &keys, &auth(&[], 60)),
+        Err("token has no expiry")
+    );
     let early = with(json!({"iss": ISSUER, "exp": NOW + 600, "nbf": NOW + 30}));
-    assert_eq!(check(&early, &keys, &auth(&[], 0)), Err("token not yet valid"));
+    assert_eq!(
+        check(&early, &keys, &auth(&[], 0)),
+        Err("token not yet valid")
+    );
     assert!(check(&early, &keys, &auth(&[], 60)).is_ok());
     let future = with(json!({"iss": ISSUER, "exp": NOW + 600, "iat": NOW + 120}));
     assert_eq!(
@@ -281,7 +339,10 @@ fn time_claims_with_and_without_skew() {
         Err("token issued in the future")
     );
     let text_exp = with(json!({"iss": ISSUER, "exp": "tomorrow"}));
-    assert_eq!(check(&text_exp, &keys, &auth(&[], 0)), Err("malformed time claim"));
+    assert_eq!(
+        check(&text_exp, &keys, &auth(&[], 0)),
+        Err("malformed time claim")
+    );
 }
 
 #[test]
@@ -301,7 +362,10 @@ fn issuer_and_audience() {
     assert!(check(&many, &keys, &wants).is_ok());
     assert_eq!(check(&none, &keys, &wants), Err("wrong audience"));
     assert_eq!(check(&other, &keys, &wants), Err("wrong audience"));
-    assert!(check(&other, &keys, &auth(&[], 0)).is_ok(), "no audiences: not checked");
+    assert!(
+        check(&other, &keys, &auth(&[], 0)).is_ok(),
+        "no audiences: not checked"
+    );
 }
 
 #[test]

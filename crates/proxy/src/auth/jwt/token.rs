@@ -98,7 +98,10 @@ fn check_claims(claims: &Map<String, Value>, auth: &JwtAuth, now: u64) -> Result
         return Err("token issued in the future");
     }
     if !auth.audiences.is_empty() {
-        let wanted = |a: &Value| a.as_str().is_some_and(|a| auth.audiences.iter().any(|w| w == a));
+        let wanted = |a: &Value| {
+            a.as_str()
+                .is_some_and(|a| auth.audiences.iter().any(|w| w == a))
+        };
         let ok = match claims.get("aud") {
             Some(Value::Array(list)) => list.iter().any(wanted),
             Some(one) => wanted(one),
