@@ -2,24 +2,31 @@
 //! ring): RFC 6750 challenges for missing and bad tokens, claims copied
 //! to headers the client cannot forge, the token stripped unless
 //! forwarded, 503 when there are no keys to check with, and gRPC statuses
-//! for gRPC callers over h2c.
+//! for gRPC callers over h2c; remote key sets fetched from a loopback
+//! server, refreshed, kept on failure and across reloads.
 
 mod common;
 
-use std::sync::atomic::Ordering;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use bytes::Bytes;
 use common::*;
 use coxswain_ir::{
     ClaimHeader, Extension, ExtensionKind, ExtensionSpec, Filter, Jwk, JwkKey, JwksSource, JwtAuth,
     KeyBytes, RemoteJwks, TokenHeader,
 };
-use http::StatusCode;
+use http::{Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde_json::{Value, json};
@@ -48,6 +55,14 @@ impl Signer {
                 y: KeyBytes(point[33..].to_vec()),
             },
         }
+    }
+
+    /// The public key as a JWK Set's JSON.
+    fn jwks(&self) -> String {
+        let point = self.0.public_key().as_ref();
+        json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1",
+                         "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..])}]})
+        .to_string()
     }
 
     fn token(&self, claims: Value) -> String {
@@ -318,4 +333,133 @@ async fn grpc_callers_get_unauthenticated_and_unavailable_over_h2c() {
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.json()["headers"]["x-user"], "alice");
     assert_eq!(backend.hits.load(Ordering::SeqCst), 1);
+}
+
+/// A loopback JWK Set server: answers every GET with the current status
+/// and body, counting requests.
+struct JwksServer {
+    uri: String,
+    answer: Arc<Mutex<(StatusCode, String)>>,
+    hits: Arc<AtomicUsize>,
+}
+
+impl JwksServer {
+    async fn start(status: StatusCode, body: String) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let uri = format!("http://{}/jwks.json", listener.local_addr().unwrap());
+        let answer = Arc::new(Mutex::new((status, body)));
+        let hits = Arc::new(AtomicUsize::new(0));
+        let (a, h) = (answer.clone(), hits.clone());
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (a, h) = (a.clone(), h.clone());
+                tokio::spawn(async move {
+                    let service = service_fn(move |_req: Request<Incoming>| {
+                        h.fetch_add(1, Ordering::SeqCst);
+                        let (status, body) = a.lock().unwrap().clone();
+                        async move {
+                            let mut r = Response::new(Full::new(Bytes::from(body)));
+                            *r.status_mut() = status;
+                            Ok::<_, Infallible>(r)
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        JwksServer { uri, answer, hits }
+    }
+
+    fn answer(&self, status: StatusCode, body: String) {
+        *self.answer.lock().unwrap() = (status, body);
+    }
+}
+
+#[tokio::test]
+async fn remote_keys_are_fetched_refreshed_kept_on_failure_and_across_reloads() {
+    let (first, second) = (Signer::new(), Signer::new());
+    let server = JwksServer::start(StatusCode::INTERNAL_SERVER_ERROR, String::new()).await;
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let remote = match spec(&first, false) {
+        ExtensionSpec::JwtAuth(auth) => ExtensionSpec::JwtAuth(JwtAuth {
+            jwks: JwksSource::Remote(RemoteJwks {
+                uri: server.uri.clone(),
+                refresh_interval_ms: 1_000,
+            }),
+            ..auth
+        }),
+        _ => unreachable!(),
+    };
+    let config = config_with_extensions(
+        port,
+        vec![rule_with("/", vec![Filter::Extension(key("remote"))])],
+        backend.addr,
+        vec![Extension {
+            key: key("remote"),
+            spec: remote,
+        }],
+    );
+    let (proxy, _) = start_proxy(config.clone()).await;
+    let c = client();
+    let status_with = |signer: &Signer| {
+        let token = signer.token(good_claims());
+        let c = c.clone();
+        async move {
+            let req =
+                request(port, "h.test", "/").header("authorization", format!("Bearer {token}"));
+            send(&c, req).await.status
+        }
+    };
+    // The server fails: no keys, closed.
+    wait_until("a failed fetch", || async {
+        server.hits.load(Ordering::SeqCst) >= 1
+    })
+    .await;
+    assert_eq!(status_with(&first).await, StatusCode::SERVICE_UNAVAILABLE);
+    // It recovers: the retry (after 1 s) brings the keys.
+    server.answer(StatusCode::OK, first.jwks());
+    wait_until("the keys", || async {
+        status_with(&first).await == StatusCode::OK
+    })
+    .await;
+    assert_eq!(status_with(&second).await, StatusCode::UNAUTHORIZED);
+
+    // It fails again: the last good keys stay.
+    server.answer(StatusCode::INTERNAL_SERVER_ERROR, String::new());
+    let hits = server.hits.load(Ordering::SeqCst);
+    wait_until("a failed refresh", || async {
+        server.hits.load(Ordering::SeqCst) > hits
+    })
+    .await;
+    assert_eq!(status_with(&first).await, StatusCode::OK);
+    // An unchanged resource survives a reload with its keys.
+    proxy.apply(Arc::new((*config).clone())).await;
+    assert_eq!(status_with(&first).await, StatusCode::OK);
+
+    // The issuer rotates its key: the refresh picks it up.
+    server.answer(StatusCode::OK, second.jwks());
+    wait_until("the rotated key", || async {
+        status_with(&second).await == StatusCode::OK
+    })
+    .await;
+    assert_eq!(status_with(&first).await, StatusCode::UNAUTHORIZED);
+
+    // Edited away: the old task stops fetching.
+    let mut edited = (*config).clone();
+    edited.extensions[0].spec = spec(&second, false);
+    proxy.apply(Arc::new(edited)).await;
+    let hits = server.hits.load(Ordering::SeqCst);
+    let quiet = tokio::time::Instant::now() + std::time::Duration::from_millis(2_500);
+    while tokio::time::Instant::now() < quiet {
+        assert_eq!(status_with(&second).await, StatusCode::OK);
+        // Pacing, not synchronisation: the window is what is observed.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        server.hits.load(Ordering::SeqCst) <= hits + 1,
+        "the dropped resource's task stopped fetching"
+    );
 }

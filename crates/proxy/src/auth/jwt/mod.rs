@@ -2,7 +2,9 @@
 //! and the keys ready for `ring` — inline ones now, remote ones as they
 //! are fetched.
 
+pub mod fetch;
 pub mod keys;
+pub mod remote;
 pub mod token;
 
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use coxswain_ir::{JwksSource, JwtAuth};
 use http::{HeaderName, HeaderValue};
 
 use keys::KeySet;
+use remote::RemoteKeys;
 
 /// One JwtAuth resource as the stage uses it.
 #[derive(Debug)]
@@ -29,8 +32,8 @@ pub struct CompiledJwtAuth {
 #[derive(Debug)]
 enum Keys {
     Inline(Arc<KeySet>),
-    /// Not fetched (yet): every request is answered 503.
-    Unavailable,
+    /// Fetched by the proxy; none yet: every request is answered 503.
+    Remote(RemoteKeys),
 }
 
 impl CompiledJwtAuth {
@@ -54,7 +57,7 @@ impl CompiledJwtAuth {
             .transpose()?;
         let keys = match &auth.jwks {
             JwksSource::Inline(jwks) => Keys::Inline(Arc::new(KeySet::new(jwks))),
-            JwksSource::Remote(_) => Keys::Unavailable,
+            JwksSource::Remote(source) => Keys::Remote(RemoteKeys::start(source)),
         };
         Ok(CompiledJwtAuth {
             challenge: format!("Bearer realm=\"{}\"", quoted(&auth.issuer)),
@@ -70,7 +73,7 @@ impl CompiledJwtAuth {
     pub fn keys(&self) -> Option<Arc<KeySet>> {
         match &self.keys {
             Keys::Inline(keys) => Some(keys.clone()),
-            Keys::Unavailable => None,
+            Keys::Remote(remote) => remote.current(),
         }
     }
 
