@@ -158,12 +158,12 @@ mod tests {
 
     /// A fetcher answering from `script` in order (then never again),
     /// reporting each call's time.
+    type FetchFuture = std::pin::Pin<Box<dyn Future<Output = Result<Fetched, String>> + Send>>;
+
     fn scripted(
         script: Vec<Result<Fetched, String>>,
     ) -> (
-        impl FnMut() -> std::pin::Pin<Box<dyn Future<Output = Result<Fetched, String>> + Send>>
-        + Send
-        + 'static,
+        impl FnMut() -> FetchFuture + Send + 'static,
         mpsc::UnboundedReceiver<Instant>,
     ) {
         let script = Arc::new(Mutex::new(VecDeque::from(script)));
@@ -176,7 +176,7 @@ mod tests {
                     Some(result) => result,
                     None => std::future::pending().await,
                 }
-            }) as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
+            }) as FetchFuture
         };
         (fetch, rx)
     }
