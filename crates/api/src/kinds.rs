@@ -247,6 +247,10 @@ kinds! {
         field: ip_access_controls, kind: "IpAccessControl", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: true,
     }
+    JwtAuth: crate::JwtAuth {
+        field: jwt_auths, kind: "JwtAuth", group: "gateway.coxswain-labs.dev",
+        versions: ["v1alpha1"], cluster_scoped: false, route_input: true,
+    }
     PathRewriteRegex: crate::PathRewriteRegex {
         field: path_rewrite_regexes, kind: "PathRewriteRegex", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: true,

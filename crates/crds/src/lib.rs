@@ -21,6 +21,7 @@ mod compression;
 mod filter_status;
 mod gateway_parameters;
 mod ip_access;
+mod jwt_auth;
 mod path_rewrite_regex;
 mod rate_limit;
 mod request_size_limit;
@@ -38,6 +39,9 @@ pub use gateway_parameters::{
 };
 
 pub use ip_access::{ForwardedForTrust, IpAccessControl, IpAccessControlSpec};
+pub use jwt_auth::{
+    ClaimToHeader, InlineJwks, JwksSource, JwtAuth, JwtAuthSpec, RemoteJwks, TokenHeader,
+};
 pub use path_rewrite_regex::{PathRewriteRegex, PathRewriteRegexSpec};
 pub use rate_limit::{RateLimit, RateLimitKey, RateLimitKeyType, RateLimitSpec, RateLimitUnit};
 pub use request_size_limit::{RequestSizeLimit, RequestSizeLimitSpec};
@@ -61,6 +65,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         CoxswainBackendPolicy::crd(),
         CoxswainGatewayParameters::crd(),
         IpAccessControl::crd(),
+        JwtAuth::crd(),
         PathRewriteRegex::crd(),
         RateLimit::crd(),
         RequestSizeLimit::crd(),

@@ -47,6 +47,7 @@ fn crds_are_namespaced_in_our_group_with_a_schema() {
             "CoxswainBackendPolicy",
             "CoxswainGatewayParameters",
             "IpAccessControl",
+            "JwtAuth",
             "PathRewriteRegex",
             "RateLimit",
             "RequestSizeLimit"

@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BasicAuth, Compression, IpCidr};
+use crate::{BasicAuth, Compression, IpCidr, JwtAuth};
 
 /// The kinds of Coxswain filter resources (group
 /// `gateway.coxswain-labs.dev`).
@@ -16,6 +16,7 @@ pub enum ExtensionKind {
     BasicAuth,
     Compression,
     IpAccessControl,
+    JwtAuth,
     PathRewriteRegex,
     RateLimit,
     RequestSizeLimit,
@@ -26,6 +27,7 @@ impl ExtensionKind {
         ExtensionKind::BasicAuth,
         ExtensionKind::Compression,
         ExtensionKind::IpAccessControl,
+        ExtensionKind::JwtAuth,
         ExtensionKind::PathRewriteRegex,
         ExtensionKind::RateLimit,
         ExtensionKind::RequestSizeLimit,
@@ -37,6 +39,7 @@ impl ExtensionKind {
             ExtensionKind::BasicAuth => "BasicAuth",
             ExtensionKind::Compression => "Compression",
             ExtensionKind::IpAccessControl => "IpAccessControl",
+            ExtensionKind::JwtAuth => "JwtAuth",
             ExtensionKind::PathRewriteRegex => "PathRewriteRegex",
             ExtensionKind::RateLimit => "RateLimit",
             ExtensionKind::RequestSizeLimit => "RequestSizeLimit",
@@ -72,6 +75,7 @@ pub enum ExtensionSpec {
     /// Compression: responses encoded as the client accepts (a resource
     /// with no encoding enabled is kept, and does nothing).
     Compression(Compression),
+    JwtAuth(JwtAuth),
     /// PathRewriteRegex: every match of `pattern` (validated, at most
     /// [`crate::MAX_REGEX_SIZE`] compiled) in the path becomes
     /// `substitution` (`$1`, `${name}` capture groups).

@@ -28,6 +28,8 @@ mod extension;
 mod feedback;
 mod filter;
 mod hostname;
+mod jwks;
+mod jwt;
 mod listener;
 mod precedence;
 mod route;
@@ -47,6 +49,10 @@ pub use extension::{
 pub use feedback::UnboundSocket;
 pub use filter::{Cors, Filter, Header, HeaderModifier, Mirror, PathModifier, Redirect, Rewrite};
 pub use hostname::{Hostname, HostnameError};
+pub use jwks::{
+    Jwk, JwkKey, JwksError, JwsAlg, KeyBytes, MAX_JWKS_BYTES, MAX_JWKS_KEYS, parse_jwks,
+};
+pub use jwt::{ClaimHeader, JwksSource, JwtAuth, RemoteJwks, TokenHeader};
 pub use listener::{
     CaBundle, ClientValidation, ClientValidationMode, Listener, Serve, Socket, TlsTermination,
     Transport,

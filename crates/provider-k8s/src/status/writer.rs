@@ -261,6 +261,7 @@ async fn pass(
     write_filters!(plan, client, job, basic_auths, BasicAuth);
     write_filters!(plan, client, job, compressions, Compression);
     write_filters!(plan, client, job, ip_access_controls, IpAccessControl);
+    write_filters!(plan, client, job, jwt_auths, JwtAuth);
     write_filters!(plan, client, job, path_rewrite_regexes, PathRewriteRegex);
     write_filters!(plan, client, job, rate_limits, RateLimit);
     write_filters!(plan, client, job, request_size_limits, RequestSizeLimit);

@@ -29,6 +29,9 @@ use crate::http::body::ClientBody;
 use crate::upstream::{UpstreamError, pooled_error};
 pub use clients::Clients;
 pub use identity::BackendIdentity;
+/// The trust roots of a policy (the system store for `System`), shared with
+/// JwtAuth's key-set fetches.
+pub(crate) use trust::roots;
 use verifier::BackendVerifier;
 
 /// How a cluster's requests reach it over TLS.

@@ -145,6 +145,7 @@ mod tests {
         assert_eq!(r.headers()["grpc-message"], "no route matched");
         assert!(http_body::Body::is_end_stream(r.body()));
         let cases = [
+            (StatusCode::UNAUTHORIZED, "16"),
             (StatusCode::SERVICE_UNAVAILABLE, "14"),
             (StatusCode::BAD_GATEWAY, "14"),
             (StatusCode::GATEWAY_TIMEOUT, "4"),

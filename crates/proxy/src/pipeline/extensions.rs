@@ -10,6 +10,7 @@ use coxswain_ir::{Config, ExtensionKey, ExtensionSpec, IpAccess};
 
 use super::compression::CompressionPolicy;
 use super::rate_limit::CompiledRateLimit;
+use crate::auth::jwt::CompiledJwtAuth;
 use crate::auth::password::UserTable;
 
 /// One filter resource as the stages use it.
@@ -18,6 +19,7 @@ pub enum CompiledExtension {
     IpAccess(IpAccess),
     BasicAuth(UserTable),
     Compression(Arc<CompressionPolicy>),
+    JwtAuth(CompiledJwtAuth),
     PathRewrite {
         regex: regex::Regex,
         substitution: String,
@@ -47,6 +49,14 @@ impl CompiledExtension {
             }
             // No encoding enabled: the resource does nothing.
             ExtensionSpec::Compression(_) => CompiledExtension::Inactive,
+            ExtensionSpec::JwtAuth(auth) => match CompiledJwtAuth::compile(auth) {
+                Ok(jwt) => CompiledExtension::JwtAuth(jwt),
+                // The translator validated it; fail closed rather than open.
+                Err(reason) => CompiledExtension::Broken {
+                    status: http::StatusCode::SERVICE_UNAVAILABLE,
+                    reason,
+                },
+            },
             ExtensionSpec::PathRewrite {
                 pattern,
                 substitution,

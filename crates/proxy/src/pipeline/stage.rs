@@ -10,8 +10,8 @@ use super::context::RequestCtx;
 use super::extensions::{CompiledExtension, ExtensionSet, broken_status};
 use super::rate_limit::CompiledRateLimit;
 use super::{
-    Flow, basic_auth, compression, cors, headers, ip_access, path_rewrite, rate_limit, redirect,
-    rewrite, size_limit,
+    Flow, basic_auth, compression, cors, headers, ip_access, jwt_auth, path_rewrite, rate_limit,
+    redirect, rewrite, size_limit,
 };
 use crate::cluster::ClusterSet;
 use crate::http::body::plain;
@@ -62,7 +62,7 @@ impl RequestStage {
             RequestStage::Deny(_) => Phase::Network,
             RequestStage::Extension(e) => match &**e {
                 CompiledExtension::IpAccess(_) | CompiledExtension::Broken { .. } => Phase::Network,
-                CompiledExtension::BasicAuth(_) => Phase::Authn,
+                CompiledExtension::BasicAuth(_) | CompiledExtension::JwtAuth(_) => Phase::Authn,
                 CompiledExtension::SizeLimit { .. } | CompiledExtension::RateLimit(_) => {
                     Phase::Limits
                 }
@@ -91,6 +91,8 @@ impl RequestStage {
                 CompiledExtension::BasicAuth(table) => {
                     Box::pin(basic_auth::admit(table, ctx)).await
                 }
+                // Cheap and synchronous: verified inline.
+                CompiledExtension::JwtAuth(jwt) => jwt_auth::admit(jwt, ctx),
                 CompiledExtension::SizeLimit { max_bytes } => size_limit::admit(*max_bytes, ctx),
                 CompiledExtension::PathRewrite {
                     regex,

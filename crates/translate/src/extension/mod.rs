@@ -19,6 +19,7 @@ mod basic_auth;
 mod compression;
 mod htpasswd;
 mod ip_access;
+mod jwt_auth;
 mod path_rewrite_regex;
 mod rate_limit;
 mod request_size_limit;
@@ -42,6 +43,7 @@ pub fn api_kind(kind: ExtensionKind) -> Kind {
         ExtensionKind::BasicAuth => Kind::BasicAuth,
         ExtensionKind::Compression => Kind::Compression,
         ExtensionKind::IpAccessControl => Kind::IpAccessControl,
+        ExtensionKind::JwtAuth => Kind::JwtAuth,
         ExtensionKind::PathRewriteRegex => Kind::PathRewriteRegex,
         ExtensionKind::RateLimit => Kind::RateLimit,
         ExtensionKind::RequestSizeLimit => Kind::RequestSizeLimit,
@@ -57,6 +59,8 @@ fn applies_to_grpc(kind: ExtensionKind) -> bool {
         // response is never compressed here anyway.
         ExtensionKind::Compression => false,
         ExtensionKind::IpAccessControl => true,
+        // Bearer tokens are how gRPC clients authenticate.
+        ExtensionKind::JwtAuth => true,
         // A gRPC path is the method's address, not something to rewrite.
         ExtensionKind::PathRewriteRegex => false,
         ExtensionKind::RateLimit => true,
@@ -133,6 +137,7 @@ fn exists(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> bool {
         ExtensionKind::BasicAuth => snapshot.basic_auths.contains_key(key),
         ExtensionKind::Compression => snapshot.compressions.contains_key(key),
         ExtensionKind::IpAccessControl => snapshot.ip_access_controls.contains_key(key),
+        ExtensionKind::JwtAuth => snapshot.jwt_auths.contains_key(key),
         ExtensionKind::PathRewriteRegex => snapshot.path_rewrite_regexes.contains_key(key),
         ExtensionKind::RateLimit => snapshot.rate_limits.contains_key(key),
         ExtensionKind::RequestSizeLimit => snapshot.request_size_limits.contains_key(key),
@@ -159,6 +164,7 @@ fn resolve(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> Option<
             .ip_access_controls
             .get(key)
             .map(|cr| ip_access::resolve(cr)),
+        ExtensionKind::JwtAuth => snapshot.jwt_auths.get(key).map(|cr| jwt_auth::resolve(cr)),
         ExtensionKind::PathRewriteRegex => snapshot
             .path_rewrite_regexes
             .get(key)
@@ -240,6 +246,11 @@ fn objects(snapshot: &Snapshot, kind: ExtensionKind) -> Vec<(ObjectKey, Option<i
             .collect(),
         ExtensionKind::IpAccessControl => snapshot
             .ip_access_controls
+            .iter()
+            .map(|(k, o)| (k.clone(), o.metadata.generation))
+            .collect(),
+        ExtensionKind::JwtAuth => snapshot
+            .jwt_auths
             .iter()
             .map(|(k, o)| (k.clone(), o.metadata.generation))
             .collect(),

@@ -12,6 +12,8 @@ mod l4;
 mod object;
 mod status;
 
+pub(crate) use http::is_token;
+
 pub use attach::{IrRoute, ListenerRoutes, RouteMemo, attach_routes};
 pub use backends::ClusterSpec;
 pub use object::RouteKey;
