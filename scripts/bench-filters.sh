@@ -6,14 +6,17 @@
 #   ratelimit  a per-client RateLimit far above the offered rate (nginx:
 #              limit_req), so the check is measured, never a refusal;
 #   basic      BasicAuth against an htpasswd with one APR1 user (nginx:
-#              auth_basic), every request carrying the credentials.
-# (Compression and JwtAuth join once those filters exist.)
+#              auth_basic), every request carrying the credentials;
+#   gzip       Compression, gzip level 6 of the 1 KiB body (nginx: gzip);
+#   jwt        JwtAuth with an inline RSA key, every request carrying an
+#              RS256 token (Coxswain only: open-source nginx has no JWT
+#              validation).
 # Headline figures: each filter's Coxswain/nginx ratio per proxy CPU-second,
 # and each proxy's cost against its own bare route. Rounds are interleaved
 # (this VM's rates drift by 20% between minutes); medians are reported.
 #
 # usage: scripts/bench-filters.sh [--duration 5] [--rounds 3] [--connections 64]
-#            [--filters "bare ratelimit basic"] [--coxswain-bin PATH]
+#            [--filters "bare ratelimit basic gzip jwt"] [--coxswain-bin PATH]
 #            [--out bench/results/filters-latest.md]
 #
 # The proxy under test is pinned to core 0; the origin and wrk to core 1.
@@ -25,11 +28,11 @@ DURATION=5
 ROUNDS=3
 CONNECTIONS=64
 WARMUP=2
-FILTERS="bare ratelimit basic"
+FILTERS="bare ratelimit basic gzip jwt"
 COXSWAIN_BIN=""
 OUT="$ROOT/bench/results/filters-latest.md"
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ "$#" -gt 0 ]; do
     case $1 in
@@ -100,7 +103,7 @@ COXSWAIN_PID=$LAST_PID
 WATCH_PID=$COXSWAIN_PID wait_http "http://127.0.0.1:$ADMIN/readyz" 60
 
 port_of() { if [ "$1" = nginx ]; then echo "$NGINX_PORT"; else echo "$COXSWAIN_PORT"; fi; }
-proxies_for() { echo "nginx coxswain"; }
+proxies_for() { if has_nginx_equivalent "$1"; then echo "nginx coxswain"; else echo coxswain; fi; }
 
 # Every route really filters before anything is measured.
 for filter in $FILTERS; do

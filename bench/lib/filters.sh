@@ -7,7 +7,8 @@ BENCH_USER=bench
 BENCH_PASSWORD=bench-password
 
 # make_credentials : $WORKDIR/htpasswd (one APR1 user, read by nginx and,
-# through a Secret, by Coxswain) and BASIC_HEADER.
+# through a Secret, by Coxswain) and BASIC_HEADER; an RSA key, its JWK Set
+# (JWKS, one line) and an RS256 token it signed (JWT_HEADER) for JwtAuth.
 make_credentials() {
     local hash
     hash=$(openssl passwd -apr1 "$BENCH_PASSWORD")
@@ -16,6 +17,23 @@ make_credentials() {
     chmod 755 "$WORKDIR"
     chmod 644 "$WORKDIR/htpasswd"
     BASIC_HEADER="Authorization: Basic $(printf '%s:%s' "$BENCH_USER" "$BENCH_PASSWORD" | base64 -w0)"
+    make_token
+}
+
+b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
+
+# make_token : JWKS and JWT_HEADER (a token valid for a day, signed RS256).
+make_token() {
+    local key=$WORKDIR/jwt-key.pem n header payload signature now
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$key" 2>/dev/null
+    n=$(openssl rsa -in "$key" -noout -modulus 2>/dev/null | sed 's/^Modulus=//' | xxd -r -p | b64url)
+    JWKS="{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"bench\",\"alg\":\"RS256\",\"use\":\"sig\",\"n\":\"$n\",\"e\":\"AQAB\"}]}"
+    now=$(date +%s)
+    header=$(printf '{"alg":"RS256","kid":"bench","typ":"JWT"}' | b64url)
+    payload=$(printf '{"iss":"https://bench.example","sub":"bench","iat":%d,"exp":%d}' \
+        "$now" $((now + 86400)) | b64url)
+    signature=$(printf '%s.%s' "$header" "$payload" | openssl dgst -sha256 -sign "$key" | b64url)
+    JWT_HEADER="Authorization: Bearer $header.$payload.$signature"
 }
 
 # coxswain_filter_config : the HTTPRoute (one rule per filter) and the
@@ -33,7 +51,7 @@ spec:
     - name: bench
   rules:
 YAML
-    for filter in bare ratelimit basic; do
+    for filter in bare ratelimit basic gzip jwt; do
         cat <<YAML
     - name: $filter
       matches:
@@ -42,6 +60,8 @@ YAML
         case $filter in
         ratelimit) rule=RateLimit ;;
         basic) rule=BasicAuth ;;
+        gzip) rule=Compression ;;
+        jwt) rule=JwtAuth ;;
         *) rule="" ;;
         esac
         if [ -n "$rule" ]; then
@@ -86,21 +106,50 @@ metadata:
     ingress.coxswain-labs.dev/auth-basic: "true"
 stringData:
   auth: '$(cat "$WORKDIR/htpasswd")'
+---
+apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: Compression
+metadata:
+  name: bench
+  namespace: default
+spec:
+  gzip: true
+  level: 6
+  minSize: 1024
+  types: [text/plain]
+---
+apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: JwtAuth
+metadata:
+  name: bench
+  namespace: default
+spec:
+  issuer: https://bench.example
+  jwks:
+    inline:
+      jwks: '$JWKS'
 YAML
 }
+
+# has_nginx_equivalent FILTER : whether open-source nginx can do FILTER
+# (it has no JWT validation).
+has_nginx_equivalent() { [ "$1" != jwt ]; }
 
 # request_headers FILTER : the headers of the load for FILTER, one a line.
 request_headers() {
     case $1 in
     basic) echo "$BASIC_HEADER" ;;
+    gzip) echo "Accept-Encoding: gzip" ;;
+    jwt) echo "$JWT_HEADER" ;;
     esac
 }
 
 # check_filter PROXY FILTER URL : exits unless the route answers 200 to
-# the load's request and (for basic) 401 without credentials.
+# the load's request, (for basic and jwt) 401 without credentials and (for
+# gzip) a gzip-encoded body.
 check_filter() {
-    local proxy=$1 filter=$2 url=$3 code header=() deadline=$((SECONDS + 20))
-    if [ "$filter" = basic ]; then header=(-H "$BASIC_HEADER"); fi
+    local proxy=$1 filter=$2 url=$3 code header=() line deadline=$((SECONDS + 20))
+    while IFS= read -r line; do header+=(-H "$line"); done < <(request_headers "$filter")
     while :; do
         code=$(curl -s -o /dev/null -w '%{http_code}' "${header[@]}" "$url" || true)
         [ "$code" = 200 ] && break
@@ -110,9 +159,13 @@ check_filter() {
         fi
         wait_a_moment
     done
-    if [ "$filter" = basic ]; then
+    if [ "$filter" = basic ] || [ "$filter" = jwt ]; then
         code=$(curl -s -o /dev/null -w '%{http_code}' "$url" || true)
-        [ "$code" = 401 ] || { echo "$proxy /basic without credentials answered $code" >&2; exit 1; }
+        [ "$code" = 401 ] || { echo "$proxy /$filter without credentials answered $code" >&2; exit 1; }
+    fi
+    if [ "$filter" = gzip ]; then
+        curl -s -D - -o /dev/null "${header[@]}" "$url" | grep -qi '^content-encoding: *gzip' ||
+            { echo "$proxy /gzip answered without Content-Encoding: gzip" >&2; exit 1; }
     fi
     if [ "$filter" = ratelimit ] && [ "$proxy" = coxswain ]; then
         curl -s -D - -o /dev/null "$url" | grep -qi '^ratelimit-policy:' ||
