@@ -447,19 +447,11 @@ async fn remote_keys_are_fetched_refreshed_kept_on_failure_and_across_reloads() 
     .await;
     assert_eq!(status_with(&first).await, StatusCode::UNAUTHORIZED);
 
-    // Edited away: the old task stops fetching.
+    // Edited: the new resource serves with its keys. (That the replaced
+    // resource's task stops fetching is proven with paused time in
+    // auth/jwt/remote.rs, dropping_the_keys_stops_the_task.)
     let mut edited = (*config).clone();
     edited.extensions[0].spec = spec(&second, false);
     proxy.apply(Arc::new(edited)).await;
-    let hits = server.hits.load(Ordering::SeqCst);
-    let quiet = tokio::time::Instant::now() + std::time::Duration::from_millis(2_500);
-    while tokio::time::Instant::now() < quiet {
-        assert_eq!(status_with(&second).await, StatusCode::OK);
-        // Pacing, not synchronisation: the window is what is observed.
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(
-        server.hits.load(Ordering::SeqCst) <= hits + 1,
-        "the dropped resource's task stopped fetching"
-    );
+    assert_eq!(status_with(&second).await, StatusCode::OK);
 }
