@@ -58,6 +58,25 @@ fn rejected_route_exits_one_and_says_why() {
 }
 
 #[test]
+fn rejected_filter_resource_exits_one() {
+    let dir = TempDir::new("check-filter");
+    quickstart_config(&dir, 8080, 3000);
+    dir.write(
+        "filters.yaml",
+        "apiVersion: gateway.coxswain-labs.dev/v1alpha1\n\
+         kind: Compression\n\
+         metadata: {name: c, namespace: default}\n\
+         spec: {gzip: true, level: 12}\n",
+    );
+    let (code, stdout, _) = check(&dir, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("Compression default/c: Accepted=False (Invalid"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn load_error_exits_two_with_file_and_line() {
     let dir = TempDir::new("check-bad");
     quickstart_config(&dir, 8080, 3000);

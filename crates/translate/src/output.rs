@@ -148,6 +148,12 @@ impl Output {
             .backend_traffic_policies
             .values()
             .all(|s| s.ancestors.iter().all(|a| whole(&a.conditions)));
-        classes && gateways && routes && policies && sets && backend_policies && traffic
+        // Coxswain's filter kinds: accepted, with every reference resolved.
+        let filters = self
+            .statuses
+            .filters
+            .values()
+            .all(|s| ok(&s.conditions, &["Accepted", "ResolvedRefs"]));
+        classes && gateways && routes && policies && sets && backend_policies && traffic && filters
     }
 }
