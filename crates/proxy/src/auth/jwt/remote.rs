@@ -129,7 +129,6 @@ pub fn next_refresh(refresh: Duration, max_age: Option<Duration>) -> Duration {
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
-    use std::sync::Mutex;
 
     use coxswain_ir::{Jwk, JwkKey, KeyBytes};
     use tokio::sync::mpsc;
@@ -166,10 +165,11 @@ mod tests {
         impl FnMut() -> FetchFuture + Send + 'static,
         mpsc::UnboundedReceiver<Instant>,
     ) {
-        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+        // FnMut: the closure owns its script, no lock needed.
+        let mut script = VecDeque::from(script);
         let (tx, rx) = mpsc::unbounded_channel();
         let fetch = move || {
-            let next = script.lock().unwrap().pop_front();
+            let next = script.pop_front();
             let _ = tx.send(Instant::now());
             Box::pin(async move {
                 match next {
