@@ -32,6 +32,7 @@ fn limit(name: &str, key: RateLimitKey) -> Extension {
             period_ms: 3_600_000,
             burst: 2,
             key,
+            global: None,
         }),
     }
 }
