@@ -7,6 +7,13 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The gap between two PINGs of a deadline-bounded wait: it paces
+/// polling, it does not synchronise.
+#[allow(clippy::disallowed_methods)]
+fn poll_pause() {
+    std::thread::sleep(Duration::from_millis(20));
+}
+
 pub struct RedisServer {
     child: Option<Child>,
     pub port: u16,
@@ -28,7 +35,7 @@ impl RedisServer {
         let deadline = Instant::now() + Duration::from_secs(10);
         while !server.answers_ping() {
             assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
+            poll_pause();
         }
         server
     }
