@@ -43,7 +43,10 @@ pub use jwt_auth::{
     ClaimToHeader, InlineJwks, JwksSource, JwtAuth, JwtAuthSpec, RemoteJwks, TokenHeader,
 };
 pub use path_rewrite_regex::{PathRewriteRegex, PathRewriteRegexSpec};
-pub use rate_limit::{RateLimit, RateLimitKey, RateLimitKeyType, RateLimitSpec, RateLimitUnit};
+pub use rate_limit::{
+    RateLimit, RateLimitGlobal, RateLimitKey, RateLimitKeyType, RateLimitSpec, RateLimitUnit,
+    RedisStore, StoreUnavailablePolicy,
+};
 pub use request_size_limit::{RequestSizeLimit, RequestSizeLimitSpec};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

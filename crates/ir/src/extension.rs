@@ -113,6 +113,29 @@ pub struct RateLimit {
     pub period_ms: u64,
     pub burst: u32,
     pub key: RateLimitKey,
+    /// Counted in a shared store for every proxy; each proxy counts on its
+    /// own when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global: Option<GlobalRateLimit>,
+}
+
+/// A RateLimit's buckets kept in Redis (or Valkey), shared by a fleet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlobalRateLimit {
+    /// `host:port` of the store.
+    pub address: String,
+    /// `namespace/name` of the resource: its part of the store's keys.
+    pub scope: String,
+    /// What a request gets when the store cannot answer in time.
+    pub on_unavailable: StoreUnavailable,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StoreUnavailable {
+    /// Admitted, unlimited, while the store is away.
+    Allow,
+    /// Refused with 503 while the store is away.
+    Deny,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +145,10 @@ pub enum RateLimitKey {
     Header(String),
     /// One bucket for the whole rule.
     Route,
+    /// A claim of the token JwtAuth verified on the rule; requests without
+    /// it (no JwtAuth, claim absent or not a string, number or boolean)
+    /// share one bucket.
+    JwtClaim(String),
 }
 
 /// IpAccessControl: the client's address must be in no `deny` range, and

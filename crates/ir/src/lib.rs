@@ -44,7 +44,8 @@ pub use cluster::{
 };
 pub use compression::Compression;
 pub use extension::{
-    Extension, ExtensionKey, ExtensionKind, ExtensionSpec, IpAccess, RateLimit, RateLimitKey,
+    Extension, ExtensionKey, ExtensionKind, ExtensionSpec, GlobalRateLimit, IpAccess, RateLimit,
+    RateLimitKey, StoreUnavailable,
 };
 pub use feedback::UnboundSocket;
 pub use filter::{Cors, Filter, Header, HeaderModifier, Mirror, PathModifier, Redirect, Rewrite};

@@ -123,6 +123,34 @@ pub struct Metrics {
     pub upgrades: crate::http::upgrade::UpgradeMetrics,
     pub mirrors: crate::mirror::MirrorMetrics,
     pub breakers: crate::breaker_metrics::BreakerMetrics,
+    /// Global RateLimit checks the store did not answer, by what the
+    /// request got.
+    pub rate_limit_store: Arc<StoreErrors>,
+}
+
+/// Requests a global RateLimit's store failed (down, unreachable, slower
+/// than the timeout), counted by what `onStoreUnavailable` made of them.
+#[derive(Debug, Default)]
+pub struct StoreErrors {
+    pub allowed: AtomicU64,
+    pub denied: AtomicU64,
+}
+
+impl StoreErrors {
+    fn render(&self, out: &mut String) {
+        let name = "coxswain_proxy_ratelimit_store_errors_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Global RateLimit checks the store did not answer, by what the request got (onStoreUnavailable).\n# TYPE {name} counter"
+        );
+        for (decision, n) in [("allowed", &self.allowed), ("denied", &self.denied)] {
+            let _ = writeln!(
+                out,
+                "{name}{{decision=\"{decision}\"}} {}",
+                n.load(Ordering::Relaxed)
+            );
+        }
+    }
 }
 
 impl Metrics {
@@ -208,6 +236,7 @@ impl Metrics {
         self.upgrades.render(out);
         self.mirrors.render(out);
         self.breakers.render(out);
+        self.rate_limit_store.render(out);
     }
 }
 

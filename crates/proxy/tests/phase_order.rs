@@ -93,6 +93,7 @@ fn config_in_reverse_order(port: u16, backend: SocketAddr) -> Arc<Config> {
                 period_ms: 3_600_000,
                 burst: 1,
                 key: RateLimitKey::Route,
+                global: None,
             }),
         },
         Extension {

@@ -32,6 +32,7 @@ fn limit(name: &str, key: RateLimitKey) -> Extension {
             period_ms: 3_600_000,
             burst: 2,
             key,
+            global: None,
         }),
     }
 }
@@ -159,4 +160,72 @@ async fn a_limited_grpc_call_gets_resource_exhausted() {
     }
     assert_eq!(statuses[2].as_deref(), Some("8"), "{statuses:?}");
     assert_ne!(statuses[0].as_deref(), Some("8"));
+}
+
+#[tokio::test]
+async fn a_verified_claim_keys_the_bucket_and_requests_without_one_share_a_bucket() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let signer = common::jwt::Signer::new();
+    let jwt = extension_key(ExtensionKind::JwtAuth, "jwt");
+    let routes = vec![
+        rule_with(
+            "/api",
+            vec![
+                Filter::Extension(key("per-user")),
+                Filter::Extension(jwt.clone()),
+            ],
+        ),
+        // No JwtAuth: nothing verified, so no claims to key on.
+        rule_with("/open", vec![Filter::Extension(key("per-user"))]),
+    ];
+    let extensions = vec![
+        limit("per-user", RateLimitKey::JwtClaim("sub".into())),
+        Extension {
+            key: jwt,
+            spec: signer.auth(),
+        },
+    ];
+    let (_proxy, _) = start_proxy(config_with_extensions(
+        port,
+        routes,
+        backend.addr,
+        extensions,
+    ))
+    .await;
+    let c = client();
+    let with_token = |path: &str, claims: serde_json::Value| {
+        let token = signer.token(claims);
+        request(port, "h.test", path).header("authorization", format!("Bearer {token}"))
+    };
+    let alice = || with_token("/api", serde_json::json!({"sub": "alice"}));
+    for expected in [
+        StatusCode::OK,
+        StatusCode::OK,
+        StatusCode::TOO_MANY_REQUESTS,
+    ] {
+        assert_eq!(send(&c, alice()).await.status, expected);
+    }
+    let bob = with_token("/api", serde_json::json!({"sub": "bob"}));
+    assert_eq!(send(&c, bob).await.status, StatusCode::OK);
+    // Numbers are keys too; a token without the claim shares one bucket.
+    let numeric = with_token("/api", serde_json::json!({"sub": 7}));
+    assert_eq!(send(&c, numeric).await.status, StatusCode::OK);
+    for expected in [
+        StatusCode::OK,
+        StatusCode::OK,
+        StatusCode::TOO_MANY_REQUESTS,
+    ] {
+        let anonymous = with_token("/api", serde_json::json!({"tenant": "t"}));
+        assert_eq!(send(&c, anonymous).await.status, expected);
+    }
+    // Unverified tokens on the rule without JwtAuth: one shared bucket.
+    for (sub, expected) in [
+        ("carol", StatusCode::OK),
+        ("dave", StatusCode::OK),
+        ("erin", StatusCode::TOO_MANY_REQUESTS),
+    ] {
+        let req = with_token("/open", serde_json::json!({"sub": sub}));
+        assert_eq!(send(&c, req).await.status, expected, "{sub}");
+    }
 }

@@ -47,6 +47,9 @@ pub struct RequestCtx<'r> {
     /// The most body bytes the request may carry (the smallest of its
     /// rule's RequestSizeLimits).
     pub body_limit: Option<u64>,
+    /// The claims of the token a JwtAuth stage verified (the limits phase
+    /// keys buckets on them); boxed, most requests have none.
+    pub claims: Option<Box<serde_json::Map<String, serde_json::Value>>>,
     pub plan: ResponsePlan,
 }
 

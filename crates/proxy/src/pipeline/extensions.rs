@@ -9,7 +9,7 @@ use std::sync::Arc;
 use coxswain_ir::{Config, ExtensionKey, ExtensionSpec, IpAccess};
 
 use super::compression::CompressionPolicy;
-use super::rate_limit::CompiledRateLimit;
+use super::rate_limit::{CompiledRateLimit, StoreClients};
 use crate::auth::jwt::CompiledJwtAuth;
 use crate::auth::password::UserTable;
 
@@ -40,7 +40,7 @@ pub enum CompiledExtension {
 }
 
 impl CompiledExtension {
-    fn compile(spec: &ExtensionSpec) -> Self {
+    fn compile(spec: &ExtensionSpec, stores: &mut StoreClients) -> Self {
         match spec {
             ExtensionSpec::IpAccess(access) => CompiledExtension::IpAccess(access.clone()),
             ExtensionSpec::BasicAuth(auth) => CompiledExtension::BasicAuth(UserTable::new(auth)),
@@ -75,7 +75,7 @@ impl CompiledExtension {
                 },
             },
             ExtensionSpec::RateLimit(limit) => {
-                CompiledExtension::RateLimit(Arc::new(CompiledRateLimit::new(limit)))
+                CompiledExtension::RateLimit(Arc::new(CompiledRateLimit::new(limit, stores)))
             }
             ExtensionSpec::SizeLimit { max_bytes } => CompiledExtension::SizeLimit {
                 max_bytes: *max_bytes,
@@ -100,14 +100,23 @@ pub fn broken_status(status: u16) -> http::StatusCode {
 
 type Entry = (ExtensionSpec, Arc<CompiledExtension>);
 
-/// Every filter resource of one config, by key.
+/// Every filter resource of one config, by key, and the store
+/// connections they use (kept across reloads for the addresses still
+/// named).
 #[derive(Debug, Default)]
-pub struct ExtensionSet(HashMap<ExtensionKey, Entry>);
+pub struct ExtensionSet(HashMap<ExtensionKey, Entry>, StoreClients);
 
 impl ExtensionSet {
     /// Compiles `config`'s resources, keeping `previous` entries whose IR
     /// is unchanged.
     pub fn compile(config: &Config, previous: Option<&ExtensionSet>) -> Self {
+        let mut stores = previous.map(|p| p.1.clone()).unwrap_or_default();
+        stores.retain(|address, _| {
+            config.extensions.iter().any(|e| {
+                matches!(&e.spec, ExtensionSpec::RateLimit(l)
+                    if l.global.as_ref().is_some_and(|g| g.address == *address))
+            })
+        });
         let entries = config
             .extensions
             .iter()
@@ -120,12 +129,12 @@ impl ExtensionSet {
                     if let ExtensionSpec::Inactive { reason } = &e.spec {
                         tracing::warn!(key = %e.key, %reason, "filter resource invalid; not applied");
                     }
-                    Arc::new(CompiledExtension::compile(&e.spec))
+                    Arc::new(CompiledExtension::compile(&e.spec, &mut stores))
                 });
                 (e.key.clone(), (e.spec.clone(), compiled))
             })
             .collect();
-        ExtensionSet(entries)
+        ExtensionSet(entries, stores)
     }
 
     pub fn get(&self, key: &ExtensionKey) -> Option<&Arc<CompiledExtension>> {

@@ -63,6 +63,7 @@ pub fn admit<'r>(
         upgrade,
         mirrors: Vec::new(),
         body_limit: None,
+        claims: None,
         plan: ResponsePlan::default(),
     };
     (ctx, body)

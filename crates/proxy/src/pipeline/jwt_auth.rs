@@ -34,7 +34,7 @@ pub fn admit(jwt: &CompiledJwtAuth, ctx: &mut RequestCtx<'_>) -> Flow {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let verified = match token::verify(token, &keys, &jwt.auth, now) {
+    let mut verified = match token::verify(token, &keys, &jwt.auth, now) {
         Ok(v) => v,
         Err(why) => {
             tracing::debug!(issuer = %jwt.auth.issuer, why, "JwtAuth refused the token");
@@ -51,6 +51,8 @@ pub fn admit(jwt: &CompiledJwtAuth, ctx: &mut RequestCtx<'_>) -> Flow {
     {
         set.push((header, value));
     }
+    // Kept for the limits phase (a RateLimit keyed on a claim).
+    let claims = std::mem::take(&mut verified.claims);
     let headers = &mut ctx.parts.headers;
     for header in jwt.claims.iter().map(|(_, h)| h).chain(&jwt.payload_header) {
         headers.remove(header);
@@ -61,6 +63,7 @@ pub fn admit(jwt: &CompiledJwtAuth, ctx: &mut RequestCtx<'_>) -> Flow {
     if !jwt.auth.forward {
         headers.remove(source);
     }
+    ctx.claims = Some(Box::new(claims));
     Flow::Next
 }
 

@@ -7,9 +7,9 @@
 //! | hygiene | hop-by-hop strip, upgrade kept, `x-forwarded-client-cert` | before any filter: a client's `Connection` list can only name its own headers, and only the gateway speaks for the client certificate |
 //! | network | IpAccessControl; filters that cannot be applied (a missing ExtensionRef) refuse every request | who may send requests here at all, before any work is spent |
 //! | admission | CORS preflight | a browser's preflight carries no credentials, so it is answered before authentication |
-//! | authn | BasicAuth (401 with a challenge), JwtAuth (401 with a `Bearer` challenge, 503 without keys; claims to request headers) | who the client is, before anything spends work on it |
+//! | authn | BasicAuth (401 with a challenge), JwtAuth (401 with a `Bearer` challenge, 503 without keys; claims to request headers and to the request context for the limits phase) | who the client is, before anything spends work on it |
 //! | authz | (authorisation filters) | needs the identity |
-//! | limits | RateLimit (429 with `Retry-After`, `RateLimit` headers on every answer), RequestSizeLimit (413 on a `Content-Length` past the limit; a streamed body is cut off where it passes it) | counted per identity, after refusals |
+//! | limits | RateLimit (429 with `Retry-After`, `RateLimit` headers on every answer; global mode awaits its Redis store, 503 or admitted when it is away; a JwtClaim key reads the claims JwtAuth verified), RequestSizeLimit (413 on a `Content-Length` past the limit; a streamed body is cut off where it passes it) | counted per identity, after refusals |
 //! | transforms | request header edits, URL rewrite, PathRewriteRegex, redirect, mirror sampling, Compression (the coding the client accepts, recorded for the response) | what the upstream (or the redirect) sees; a redirect answers only an admitted request |
 //! | forwarding | `X-Forwarded-*`, `Host`, the mirror copies | the request as the upstream will see it, copied to mirrors |
 //! | upstream | session pin, backend choice, backendRef header edits, attempts and retries | [`upstream`] |

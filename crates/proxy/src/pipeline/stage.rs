@@ -8,7 +8,7 @@ use http::StatusCode;
 
 use super::context::RequestCtx;
 use super::extensions::{CompiledExtension, ExtensionSet, broken_status};
-use super::rate_limit::CompiledRateLimit;
+use super::rate_limit::RuleLimit;
 use super::{
     Flow, basic_auth, compression, cors, headers, ip_access, jwt_auth, path_rewrite, rate_limit,
     redirect, rewrite, size_limit,
@@ -43,10 +43,7 @@ pub enum RequestStage {
     /// A Coxswain filter resource (ExtensionRef).
     Extension(Arc<CompiledExtension>),
     /// A RateLimit resource, with the rule's own share of its buckets.
-    RateLimit {
-        limit: Arc<CompiledRateLimit>,
-        rule: u64,
-    },
+    RateLimit(RuleLimit),
     /// CORS: a preflight is answered here; an allowed origin's request
     /// gets its response headers planned.
     Cors(CorsPolicy),
@@ -70,7 +67,7 @@ impl RequestStage {
                 | CompiledExtension::Compression(_)
                 | CompiledExtension::Inactive => Phase::Transforms,
             },
-            RequestStage::RateLimit { .. } => Phase::Limits,
+            RequestStage::RateLimit(_) => Phase::Limits,
             RequestStage::Cors(_) => Phase::Admission,
             RequestStage::RequestHeaders(_)
             | RequestStage::Rewrite(_)
@@ -106,7 +103,12 @@ impl RequestStage {
                     Flow::Answer(plain(*status, "filter unavailable\n"))
                 }
             },
-            RequestStage::RateLimit { limit, rule } => rate_limit::admit(limit, *rule, ctx),
+            // Boxed: only requests to globally limited rules carry the
+            // store's future.
+            RequestStage::RateLimit(rule) if rule.is_global() => {
+                Box::pin(rate_limit::admit_global(rule, ctx)).await
+            }
+            RequestStage::RateLimit(rule) => rate_limit::admit(rule, ctx),
             RequestStage::Cors(policy) => cors::admit(policy, ctx),
             RequestStage::RequestHeaders(edits) => {
                 edits.apply(&mut ctx.parts.headers);
@@ -151,13 +153,6 @@ impl RequestStages {
     }
 }
 
-/// What sets one rule's rate-limit buckets apart from another's using
-/// the same resource.
-fn rule_key(label: &str) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-    BuildHasherDefault::<DefaultHasher>::default().hash_one(label)
-}
-
 /// A rule's filters split into its request stages and its response header
 /// edits.
 pub fn compile(
@@ -184,13 +179,14 @@ pub fn compile(
                 label,
             ))),
             Filter::Extension(key) => stages.push(match extensions.get(key) {
-                Some(e) => match &**e {
-                    CompiledExtension::RateLimit(limit) => RequestStage::RateLimit {
-                        limit: limit.clone(),
-                        rule: rule_key(label),
-                    },
-                    _ => RequestStage::Extension(e.clone()),
-                },
+                Some(e) => {
+                    match &**e {
+                        CompiledExtension::RateLimit(limit) => RequestStage::RateLimit(
+                            RuleLimit::new(limit.clone(), label, metrics.rate_limit_store.clone()),
+                        ),
+                        _ => RequestStage::Extension(e.clone()),
+                    }
+                }
                 None => {
                     tracing::warn!(route = label, %key, "filter resource missing from the config");
                     RequestStage::Deny(StatusCode::INTERNAL_SERVER_ERROR)

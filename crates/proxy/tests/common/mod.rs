@@ -1,7 +1,9 @@
 //! Shared test fixtures: echo backends, config builders and a client.
 #![allow(dead_code)]
 
+pub mod jwt;
 pub mod pki;
+pub mod redis;
 
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

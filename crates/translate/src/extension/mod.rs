@@ -172,7 +172,7 @@ fn resolve(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> Option<
         ExtensionKind::RateLimit => snapshot
             .rate_limits
             .get(key)
-            .map(|cr| rate_limit::resolve(cr)),
+            .map(|cr| rate_limit::resolve(snapshot, key, cr)),
         ExtensionKind::RequestSizeLimit => snapshot
             .request_size_limits
             .get(key)
