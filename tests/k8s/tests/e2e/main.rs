@@ -8,6 +8,7 @@ mod fixtures;
 mod replicas;
 mod scenarios_apiserver;
 mod scenarios_chart;
+mod scenarios_filters;
 mod scenarios_leader;
 mod scenarios_rbac;
 mod scenarios_routes;
@@ -47,6 +48,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "cross_namespace_backend_needs_reference_grant",
         scenarios_routes::cross_namespace_reference_grant,
+    ),
+    (
+        "coxswain_filters_enforced_and_reported",
+        scenarios_filters::filters_enforced_and_reported,
     ),
     (
         "noop_reapply_keeps_status",
