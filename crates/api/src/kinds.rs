@@ -142,6 +142,15 @@ macro_rules! kinds {
                 }
             }
 
+            /// The very same object, or the same but for its status (see
+            /// [`same_but_status`]).
+            pub fn same_but_status(&self, other: &Object) -> bool {
+                match (self, other) {
+                    $((Object::$variant(a), Object::$variant(b)) => same_but_status(a, b),)*
+                    _ => false,
+                }
+            }
+
             /// Equal kind and equal content.
             pub fn same_content(&self, other: &Object) -> bool {
                 match (self, other) {
@@ -189,6 +198,16 @@ macro_rules! kinds {
             /// `Arc`s)? Compares without copying.
             pub fn same_route_inputs(&self, other: &Snapshot) -> bool {
                 true $(&& (!$route_input || same_objects(&self.$field, &other.$field)))*
+            }
+
+            /// Do the route inputs of `other` say the same as these, but
+            /// for their `status` and `metadata.resourceVersion`? Our own
+            /// status write-back of a Gateway or a filter resource comes
+            /// back through the watch as a new object; it must not cost a
+            /// recomputation of every route (the translator never reads an
+            /// input's status).
+            pub fn equal_route_inputs(&self, other: &Snapshot) -> bool {
+                true $(&& (!$route_input || equal_but_status(&self.$field, &other.$field)))*
             }
         }
     };
@@ -327,6 +346,47 @@ pub fn same_objects<T>(a: &BTreeMap<ObjectKey, Arc<T>>, b: &BTreeMap<ObjectKey, 
         && a.iter()
             .zip(b)
             .all(|((ka, va), (kb, vb))| ka == kb && Arc::ptr_eq(va, vb))
+}
+
+/// Same keys, each holding the same object or one equal to it but for
+/// `status` and `metadata.resourceVersion` (compared as JSON, only for
+/// objects that are not the very same `Arc`).
+pub fn equal_but_status<T: serde::Serialize>(
+    a: &BTreeMap<ObjectKey, Arc<T>>,
+    b: &BTreeMap<ObjectKey, Arc<T>>,
+) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((ka, va), (kb, vb))| ka == kb && same_but_status(va, vb))
+}
+
+/// The very same object, or one equal to it but for `status` and
+/// `metadata.resourceVersion`.
+pub fn same_but_status<T: serde::Serialize>(a: &Arc<T>, b: &Arc<T>) -> bool {
+    if Arc::ptr_eq(a, b) {
+        return true;
+    }
+    match (without_status(&**a), without_status(&**b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The object as JSON without what the API server changes on a status
+/// write; `None` (never equal) when it does not serialise.
+fn without_status<T: serde::Serialize>(object: &T) -> Option<serde_json::Value> {
+    let mut value = serde_json::to_value(object).ok()?;
+    let map = value.as_object_mut()?;
+    map.remove("status");
+    if let Some(meta) = map
+        .get_mut("metadata")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        meta.remove("resourceVersion");
+        meta.remove("managedFields");
+    }
+    Some(value)
 }
 
 #[cfg(test)]

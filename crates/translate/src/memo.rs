@@ -5,7 +5,8 @@
 //! route reads (GatewayClasses, Gateways, Services, ReferenceGrants,
 //! Namespaces — the kinds table marks them `route_input` — the options and
 //! assigned addresses): the "world". Objects
-//! are compared by identity (`Arc::ptr_eq`): providers keep an unchanged
+//! are compared by identity (`Arc::ptr_eq`), then without their status (our
+//! own status write-backs come back as new objects): providers keep an unchanged
 //! object's `Arc`. If the world changed, every route is recomputed; if only
 //! routes changed, only those are. Gateways, statuses of Gateways and
 //! classes are rebuilt on every run (they are few); clusters are kept while
@@ -53,12 +54,21 @@ impl Translator {
         options: &Options,
         assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
     ) -> Output {
-        let unchanged = self
+        let identical = self
             .world
             .as_ref()
             .is_some_and(|w| w.same_as(snapshot, options, assigned));
-        if !unchanged {
-            self.memo.routes.clear();
+        if !identical {
+            // Only statuses changed (our own write-backs, through the
+            // watch): the routes stand; the world takes the new objects so
+            // the next run compares by identity again.
+            let equal = self
+                .world
+                .as_ref()
+                .is_some_and(|w| w.equal_to(snapshot, options, assigned));
+            if !equal {
+                self.memo.routes.clear();
+            }
             self.world = Some(World::of(snapshot, options, assigned));
         }
         crate::translate_memoised(snapshot, options, assigned, &mut self.memo)
@@ -100,5 +110,19 @@ impl World {
             && self.default_address == options.default_address
             && self.assigned == *assigned
             && self.objects.same_route_inputs(snapshot)
+    }
+
+    /// Like [`World::same_as`], but objects that differ only in their
+    /// status count as the same.
+    fn equal_to(
+        &self,
+        snapshot: &Snapshot,
+        options: &Options,
+        assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
+    ) -> bool {
+        self.controller_name == options.controller_name
+            && self.default_address == options.default_address
+            && self.assigned == *assigned
+            && self.objects.equal_route_inputs(snapshot)
     }
 }

@@ -218,6 +218,71 @@ fn an_unchanged_route_keeps_its_ir_identity() {
 }
 
 #[test]
+fn a_status_write_back_of_the_gateway_keeps_every_route() {
+    let mut s = Snapshot::default();
+    s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(
+        json!({
+            "metadata": {"name": "c"},
+            "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}
+        }),
+    ))));
+    let gateway = |version: &str, status: serde_json::Value, port: u16| {
+        Object::Gateway(Arc::new(typed::<Gateway>(json!({
+            "metadata": {"name": "gw", "namespace": "a", "resourceVersion": version},
+            "spec": {"gatewayClassName": "c", "listeners": [
+                {"name": "web", "port": port, "protocol": "HTTP"}
+            ]},
+            "status": status
+        }))))
+    };
+    s.insert(gateway("1", json!({}), 80));
+    s.insert(Object::HttpRoute(Arc::new(typed::<HttpRoute>(json!({
+        "metadata": {"name": "keep", "namespace": "a"},
+        "spec": {"parentRefs": [{"name": "gw", "namespace": "a"}]}
+    })))));
+    let find = |out: &crate::Output| {
+        out.ir
+            .sockets
+            .iter()
+            .flat_map(|s| &s.listeners)
+            .flat_map(|l| l.http_routes().unwrap_or_default())
+            .find(|r| r.id.name == "keep")
+            .cloned()
+            .unwrap()
+    };
+    let mut translator = Translator::new();
+    let first = find(&translator.translate(&s, &options()));
+    // What the watch delivers after our status write: a new object, a new
+    // resourceVersion, the same spec.
+    let written = json!({"listeners": [{"name": "web", "attachedRoutes": 1,
+        "supportedKinds": [], "conditions": []}]});
+    s.insert(gateway("2", written.clone(), 80));
+    let second = find(&translator.translate(&s, &options()));
+    assert!(
+        Arc::ptr_eq(&first, &second),
+        "a status change recomputed the route"
+    );
+    // Likewise the route's own status write-back.
+    s.insert(Object::HttpRoute(Arc::new(typed::<HttpRoute>(json!({
+        "metadata": {"name": "keep", "namespace": "a", "resourceVersion": "9"},
+        "spec": {"parentRefs": [{"name": "gw", "namespace": "a"}]},
+        "status": {"parents": []}
+    })))));
+    let again = find(&translator.translate(&s, &options()));
+    assert!(
+        Arc::ptr_eq(&first, &again),
+        "a route status change recomputed it"
+    );
+    // A change of the spec is a change.
+    s.insert(gateway("3", written, 8080));
+    let third = find(&translator.translate(&s, &options()));
+    assert!(
+        !Arc::ptr_eq(&second, &third),
+        "a spec change kept the old route"
+    );
+}
+
+#[test]
 fn a_ca_edit_in_a_secret_reaches_the_memoised_clusters() {
     use coxswain_ir::UpstreamTls;
     let mut s = Snapshot::default();

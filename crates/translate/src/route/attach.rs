@@ -74,7 +74,7 @@ pub struct RouteOutcome {
 }
 
 /// Per-route outcomes kept between runs, with the route object each was
-/// computed from (compared by identity). Sorted like the snapshot's routes,
+/// computed from (compared by identity, then without its status). Sorted like the snapshot's routes,
 /// so refreshing it is one merge walk.
 pub type RouteMemo = BTreeMap<RouteKey, (Object, RouteOutcome)>;
 
@@ -95,7 +95,11 @@ pub fn attach_routes(
     for (key, object) in current {
         // Both are sorted by key: skip memo entries of deleted routes.
         while previous.next_if(|(k, _)| *k < key).is_some() {}
-        let kept = previous.next_if(|(k, (seen, _))| *k == key && seen.same_arc(&object));
+        // A route whose only change is its status (our own write-back,
+        // through the watch) keeps its outcome, now under the new object.
+        let kept = previous
+            .next_if(|(k, (seen, _))| *k == key && seen.same_but_status(&object))
+            .map(|(k, (_, outcome))| (k, (object.clone(), outcome)));
         refreshed.push(kept.unwrap_or_else(|| {
             let outcome = match AnyRoute::of(&object) {
                 Some(route) => route_outcome(snapshot, gateways, options, &lookup, &key.1, route),
