@@ -84,6 +84,7 @@ fn listener(name: &str, hostname: Option<&str>, tls: Option<&TestCert>, serve: S
 fn tcp_socket(port: u16, listeners: Vec<Listener>) -> Socket {
     Socket {
         transport: Transport::Tcp,
+        proxy_protocol: None,
         address: LOCALHOST,
         port,
         listeners,
@@ -393,6 +394,7 @@ fn udp_config(port: u16, backend: SocketAddr) -> std::sync::Arc<coxswain_ir::Con
     config(
         vec![Socket {
             transport: Transport::Udp,
+            proxy_protocol: None,
             address: LOCALHOST,
             port,
             listeners: vec![listener("udp", None, None, Serve::Udp(vec![route]))],
@@ -488,6 +490,7 @@ async fn tcp_and_udp_share_a_port_number() {
             ),
             Socket {
                 transport: Transport::Udp,
+                proxy_protocol: None,
                 address: LOCALHOST,
                 port,
                 listeners: vec![listener("udp", None, None, Serve::Udp(vec![udp_route]))],
