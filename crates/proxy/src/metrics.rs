@@ -123,6 +123,7 @@ pub struct Metrics {
     pub upgrades: crate::http::upgrade::UpgradeMetrics,
     pub mirrors: crate::mirror::MirrorMetrics,
     pub breakers: crate::breaker_metrics::BreakerMetrics,
+    pub proxy_protocol: crate::listen::ProxyProtocolMetrics,
 }
 
 impl Metrics {
@@ -208,6 +209,7 @@ impl Metrics {
         self.upgrades.render(out);
         self.mirrors.render(out);
         self.breakers.render(out);
+        self.proxy_protocol.render(out);
     }
 }
 
