@@ -59,9 +59,10 @@ fn proxy_protocol_listener_serves_curl_haproxy_protocol_and_closes_plain_curl() 
 
     // Optional: both are served.
     gw.config.write_atomic("policy.yaml", &policy(true));
-    wait_for("plain curl to be served once the header is optional", || {
-        curl_get(&[], &gw.url("/hello")).0 == 200
-    });
+    wait_for(
+        "plain curl to be served once the header is optional",
+        || curl_get(&[], &gw.url("/hello")).0 == 200,
+    );
     assert_eq!(curl_get(&["--haproxy-protocol"], &gw.url("/hello")).0, 200);
 
     // Without the policy the header is not understood: curl's PROXY line
