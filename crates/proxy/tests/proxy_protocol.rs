@@ -304,3 +304,30 @@ async fn a_tcp_listener_consumes_the_header_and_relays_the_rest() {
     assert_eq!(exchange(tcp, b"hello").await, b"");
     assert_eq!(connections.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn rate_limit_client_ip_buckets_by_the_proxy_source() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let key = extension_key(ExtensionKind::RateLimit, "per-client");
+    let limit = Extension {
+        key: key.clone(),
+        spec: ExtensionSpec::RateLimit(coxswain_ir::RateLimit {
+            name: "per-client".into(),
+            requests: 1,
+            period_ms: 3_600_000,
+            burst: 1,
+            key: coxswain_ir::RateLimitKey::ClientIp,
+        }),
+    };
+    let routes = vec![rule_with("/limited", vec![Filter::Extension(key)])];
+    let mut cfg = (*config_with_extensions(port, routes, backend.addr, vec![limit])).clone();
+    cfg.sockets[0].proxy_protocol = Some(REQUIRED);
+    let (_proxy, _) = start_proxy(Arc::new(cfg)).await;
+    // Every connection comes from 127.0.0.1; the buckets follow the header.
+    let a = v2_header([198, 51, 100, 1], 1);
+    let b = v2_header([198, 51, 100, 2], 1);
+    assert_eq!(raw_get(port, &[&a], "/limited").await.unwrap().0, 200);
+    assert_eq!(raw_get(port, &[&a], "/limited").await.unwrap().0, 429);
+    assert_eq!(raw_get(port, &[&b], "/limited").await.unwrap().0, 200);
+}
