@@ -74,7 +74,11 @@ impl ClientTrafficIndex {
             let setting = setting(policy);
             for (i, target) in policy.spec.target_refs.iter().enumerate() {
                 let outcome = resolve(key, target, gateways, setting.is_some()).and_then(|ids| {
-                    match ids.iter().find_map(|id| claims.get(id).map(|c| (id, c))) {
+                    // A policy naming a listener twice does not conflict with itself.
+                    let older = ids
+                        .iter()
+                        .find_map(|id| claims.get(id).filter(|c| c.policy != **key).map(|c| (id, c)));
+                    match older {
                         Some((id, older)) => Err((
                             Reason::Conflicted,
                             format!(
