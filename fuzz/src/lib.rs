@@ -8,6 +8,7 @@ pub mod client_hello;
 pub mod header_edits;
 pub mod path_normalize;
 pub mod provider_file_load;
+pub mod proxy_protocol;
 pub mod router_lookup;
 pub mod translate;
 
@@ -20,6 +21,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("header_edits", header_edits::check),
     ("path_normalize", path_normalize::check),
     ("provider_file_load", provider_file_load::check),
+    ("proxy_protocol", proxy_protocol::check),
     ("router_lookup", router_lookup::check),
     ("translate", translate::check),
 ];

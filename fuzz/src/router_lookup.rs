@@ -266,6 +266,7 @@ fn build_config(input: &Input) -> (Config, Vec<Option<Hostname>>) {
         ir_version: coxswain_ir::IR_VERSION,
         sockets: vec![Socket {
             transport: Transport::Tcp,
+            proxy_protocol: None,
             address: SOCKET.ip(),
             port: SOCKET.port(),
             listeners,

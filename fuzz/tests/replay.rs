@@ -85,6 +85,11 @@ fn header_edits() {
 }
 
 #[test]
+fn proxy_protocol() {
+    replay("proxy_protocol");
+}
+
+#[test]
 fn path_normalize() {
     replay("path_normalize");
 }

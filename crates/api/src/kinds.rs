@@ -254,6 +254,10 @@ kinds! {
         field: backend_policies, kind: "CoxswainBackendPolicy", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: false,
     }
+    ClientTrafficPolicy: crate::ClientTrafficPolicy {
+        field: client_traffic_policies, kind: "ClientTrafficPolicy", group: "gateway.coxswain-labs.dev",
+        versions: ["v1alpha1"], cluster_scoped: false, route_input: false,
+    }
     BasicAuth: crate::BasicAuth {
         field: basic_auths, kind: "BasicAuth", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: true,

@@ -193,6 +193,12 @@ pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> 
             check("CoxswainBackendPolicy", key, &scope, &ancestor.conditions);
         }
     }
+    for (key, status) in &statuses.client_traffic_policies {
+        for ancestor in &status.ancestors {
+            let scope = || format!("Gateway {}", ancestor.ancestor_ref.name);
+            check("ClientTrafficPolicy", key, &scope, &ancestor.conditions);
+        }
+    }
     out
 }
 
@@ -227,6 +233,12 @@ pub fn all_statuses(statuses: &Statuses) -> Vec<(Kind, ObjectKey, Value)> {
                 .backend_traffic_policies
                 .keys()
                 .map(|k| (Kind::XBackendTrafficPolicy, k)),
+        )
+        .chain(
+            statuses
+                .client_traffic_policies
+                .keys()
+                .map(|k| (Kind::ClientTrafficPolicy, k)),
         )
         .chain(statuses.filters.keys().map(|(kind, k)| (*kind, k)));
     keys.filter_map(|(kind, key)| {

@@ -17,6 +17,7 @@
 
 mod backend_policy;
 mod basic_auth;
+mod client_traffic;
 mod compression;
 mod filter_status;
 mod gateway_parameters;
@@ -32,6 +33,10 @@ pub use backend_policy::{
     PolicyAncestorStatus, SessionPersistence,
 };
 pub use basic_auth::{BasicAuth, BasicAuthSecretRef, BasicAuthSpec};
+pub use client_traffic::{
+    ClientTrafficPolicy, ClientTrafficPolicySpec, ClientTrafficPolicyStatus,
+    ClientTrafficTargetRef, ProxyProtocolConfig,
+};
 pub use compression::{Compression, CompressionSpec};
 pub use filter_status::FilterStatus;
 pub use gateway_parameters::{
@@ -60,10 +65,12 @@ pub const GROUP: &str = "gateway.coxswain-labs.dev";
 /// Only kinds something reads: CoxswainGatewayParameters is answered (a
 /// Gateway naming it gets `InvalidParameters` until dedicated proxy pools
 /// exist); CoxswainBackendPolicy is applied to the Services it targets;
+/// ClientTrafficPolicy sets PROXY protocol on the listeners it targets;
 /// the filter kinds are enforced by the rules that reference them.
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![
         BasicAuth::crd(),
+        ClientTrafficPolicy::crd(),
         Compression::crd(),
         CoxswainBackendPolicy::crd(),
         CoxswainGatewayParameters::crd(),

@@ -43,6 +43,7 @@ fn crds_are_namespaced_in_our_group_with_a_schema() {
         names,
         [
             "BasicAuth",
+            "ClientTrafficPolicy",
             "Compression",
             "CoxswainBackendPolicy",
             "CoxswainGatewayParameters",

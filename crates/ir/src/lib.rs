@@ -55,8 +55,8 @@ pub use jwks::{
 };
 pub use jwt::{ClaimHeader, JwksSource, JwtAuth, RemoteJwks, TokenHeader};
 pub use listener::{
-    CaBundle, ClientValidation, ClientValidationMode, Listener, Serve, Socket, TlsTermination,
-    Transport,
+    CaBundle, ClientValidation, ClientValidationMode, Listener, ProxyProtocol, Serve, Socket,
+    TlsTermination, Transport,
 };
 pub use precedence::{HostSpecificity, MatchSpecificity};
 pub use route::{

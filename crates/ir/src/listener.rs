@@ -24,6 +24,19 @@ pub struct Socket {
     /// Sorted by hostname specificity: exact first, then wildcards from the
     /// longest suffix, then the listener without a hostname.
     pub listeners: Vec<Listener>,
+    /// Connections start with a PROXY protocol (v1 or v2) header naming
+    /// the real client (a ClientTrafficPolicy covering every listener here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_protocol: Option<ProxyProtocol>,
+}
+
+/// PROXY protocol on a TCP socket: v1 and v2 are both accepted, told apart
+/// by their signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyProtocol {
+    /// A connection without a header is served with the socket peer as its
+    /// client instead of being closed.
+    pub optional: bool,
 }
 
 impl Socket {

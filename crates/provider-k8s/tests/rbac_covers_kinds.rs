@@ -63,6 +63,7 @@ fn every_kind_with_status_may_update_it() {
                 | Kind::CoxswainBackendPolicy
                 | Kind::XBackendTrafficPolicy
                 | Kind::BasicAuth
+                | Kind::ClientTrafficPolicy
                 | Kind::Compression
                 | Kind::IpAccessControl
                 | Kind::JwtAuth

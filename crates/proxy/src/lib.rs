@@ -302,7 +302,7 @@ impl Proxy {
             Bound::Tcp(listener) => {
                 let plan = match plan {
                     Some(Plan::Tcp(p)) => p.clone(),
-                    _ => Arc::new(SocketPlan::Http),
+                    _ => Arc::new(SocketPlan::http()),
                 };
                 let timeouts = TcpTimeouts {
                     connect: inner.options.connect_timeout,

@@ -126,6 +126,7 @@ pub struct Metrics {
     /// Global RateLimit checks the store did not answer, by what the
     /// request got.
     pub rate_limit_store: Arc<StoreErrors>,
+    pub proxy_protocol: crate::listen::ProxyProtocolMetrics,
 }
 
 /// Requests a global RateLimit's store failed (down, unreachable, slower
@@ -237,6 +238,7 @@ impl Metrics {
         self.mirrors.render(out);
         self.breakers.render(out);
         self.rate_limit_store.render(out);
+        self.proxy_protocol.render(out);
     }
 }
 

@@ -84,6 +84,7 @@ fn listener(name: &str, hostname: Option<&str>, tls: Option<&TestCert>, serve: S
 fn tcp_socket(port: u16, listeners: Vec<Listener>) -> Socket {
     Socket {
         transport: Transport::Tcp,
+        proxy_protocol: None,
         address: LOCALHOST,
         port,
         listeners,
@@ -318,6 +319,37 @@ async fn tls_passthrough_splices_by_sni() {
     );
 }
 
+/// PROXY protocol on a passthrough socket: the header is read before the
+/// ClientHello and not forwarded (the backend's own TLS handshake would
+/// fail on it); a connection without one is closed.
+#[tokio::test]
+async fn tls_passthrough_after_a_proxy_header_forwards_only_the_tls_stream() {
+    let abc = self_signed("abc.example.com");
+    let backend = tls_backend("abc", &abc).await;
+    let port = free_port();
+    let routes = vec![l4_route(RouteKind::Tls, "exact", &[], vec![to("abc", 1)])];
+    let mut socket = tcp_socket(
+        port,
+        vec![listener("tls", None, None, Serve::TlsPassthrough(routes))],
+    );
+    socket.proxy_protocol = Some(coxswain_ir::ProxyProtocol { optional: false });
+    let cfg = config(vec![socket], vec![cluster("abc", &[backend])]);
+    let (_proxy, _) = start_proxy(cfg).await;
+
+    let mut tcp = TcpStream::connect((LOCALHOST, port)).await.unwrap();
+    tcp.write_all(b"PROXY TCP4 203.0.113.7 127.0.0.1 4000 443\r\n")
+        .await
+        .unwrap();
+    let name = ServerName::try_from("abc.example.com").unwrap();
+    let stream = tokio_rustls::TlsConnector::from(client_config(&[&abc]))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    assert_eq!(exchange(stream, b"hi").await, "abc:hi");
+
+    assert!(tls_connect(port, "abc.example.com", &[&abc]).await.is_err());
+}
+
 /// Terminate: the gateway presents its certificate and the backend gets
 /// the plain byte stream. Mixed with a passthrough listener on the same
 /// port, told apart by SNI.
@@ -393,6 +425,7 @@ fn udp_config(port: u16, backend: SocketAddr) -> std::sync::Arc<coxswain_ir::Con
     config(
         vec![Socket {
             transport: Transport::Udp,
+            proxy_protocol: None,
             address: LOCALHOST,
             port,
             listeners: vec![listener("udp", None, None, Serve::Udp(vec![route]))],
@@ -488,6 +521,7 @@ async fn tcp_and_udp_share_a_port_number() {
             ),
             Socket {
                 transport: Transport::Udp,
+                proxy_protocol: None,
                 address: LOCALHOST,
                 port,
                 listeners: vec![listener("udp", None, None, Serve::Udp(vec![udp_route]))],

@@ -15,6 +15,7 @@ use crate::gateway::{GatewayModel, ListenerOwner, Protocol, TlsMode};
 use crate::policy::backend_policy::BackendPolicyIndex;
 use crate::policy::backend_tls::BackendTlsIndex;
 use crate::policy::backend_traffic::BackendTrafficIndex;
+use crate::policy::client_traffic::ClientTrafficIndex;
 use crate::route::{ClusterSpec, IrRoute, ListenerRoutes};
 
 pub fn build_config(
@@ -27,6 +28,7 @@ pub fn build_config(
         &BackendPolicyIndex<'_>,
         &BackendTrafficIndex<'_>,
     ),
+    client_traffic: &ClientTrafficIndex,
     memo: &mut Option<ClusterMemo>,
 ) -> Config {
     let mut sockets: BTreeMap<(Transport, IpAddr, u16), Vec<Listener>> = BTreeMap::new();
@@ -92,6 +94,7 @@ pub fn build_config(
                     .then_with(|| a.name.cmp(&b.name))
             });
             Socket {
+                proxy_protocol: client_traffic.proxy_protocol(transport, address, port),
                 transport,
                 address,
                 port,

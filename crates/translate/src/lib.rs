@@ -94,6 +94,8 @@ fn translate_memoised(
     let backend_tls = policy::backend_tls::BackendTlsIndex::new(snapshot);
     let backend_policies = policy::backend_policy::BackendPolicyIndex::new(snapshot);
     let backend_traffic = policy::backend_traffic::BackendTrafficIndex::new(snapshot);
+    let client_traffic =
+        policy::client_traffic::ClientTrafficIndex::new(snapshot, &gateways, options);
     let ir = ir_build::build_config(
         snapshot,
         &gateways,
@@ -104,6 +106,7 @@ fn translate_memoised(
             &backend_policies,
             &backend_traffic,
         ),
+        &client_traffic,
         &mut memo.clusters,
     );
     let statuses = Statuses {
@@ -117,6 +120,7 @@ fn translate_memoised(
         backend_policies: backend_policies.statuses(&attachments.clusters, options),
         backend_traffic_policies: backend_traffic
             .statuses(&attachments.gateways_by_service, options),
+        client_traffic_policies: client_traffic.statuses(),
         filters: extension::statuses(snapshot, options),
         listener_sets: gateways
             .values()

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use coxswain_api::crds::{CoxswainBackendPolicyStatus, FilterStatus};
+use coxswain_api::crds::{ClientTrafficPolicyStatus, CoxswainBackendPolicyStatus, FilterStatus};
 use coxswain_api::gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicyStatus;
 use coxswain_api::gateway_api::apis::standard::listenersets::ListenerSetStatus;
 use coxswain_api::gw::gatewayclasses::GatewayClassStatus;
@@ -32,6 +32,7 @@ pub struct Statuses {
     pub listener_sets: BTreeMap<ObjectKey, ListenerSetStatus>,
     pub backend_policies: BTreeMap<ObjectKey, CoxswainBackendPolicyStatus>,
     pub backend_traffic_policies: BTreeMap<ObjectKey, XBackendTrafficPolicyStatus>,
+    pub client_traffic_policies: BTreeMap<ObjectKey, ClientTrafficPolicyStatus>,
     /// Coxswain's filter resources (IpAccessControl, ...), by kind.
     pub filters: BTreeMap<(Kind, ObjectKey), FilterStatus>,
 }
@@ -72,6 +73,9 @@ impl Statuses {
             Kind::CoxswainBackendPolicy => serde_json::to_value(self.backend_policies.get(key)?),
             Kind::XBackendTrafficPolicy => {
                 serde_json::to_value(self.backend_traffic_policies.get(key)?)
+            }
+            Kind::ClientTrafficPolicy => {
+                serde_json::to_value(self.client_traffic_policies.get(key)?)
             }
             _ if self.filters.contains_key(&(kind, key.clone())) => {
                 serde_json::to_value(self.filters.get(&(kind, key.clone()))?)
@@ -154,6 +158,19 @@ impl Output {
             .filters
             .values()
             .all(|s| ok(&s.conditions, &["Accepted", "ResolvedRefs"]));
-        classes && gateways && routes && policies && sets && backend_policies && traffic && filters
+        let client_traffic = self
+            .statuses
+            .client_traffic_policies
+            .values()
+            .all(|s| s.ancestors.iter().all(|a| whole(&a.conditions)));
+        classes
+            && gateways
+            && routes
+            && policies
+            && sets
+            && backend_policies
+            && traffic
+            && client_traffic
+            && filters
     }
 }

@@ -216,6 +216,7 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "backendtlspolicy",
                 "backendpolicy",
                 "backendtrafficpolicy",
+                "clienttrafficpolicy",
                 "listenerset",
                 "endpoints",
                 "referencegrant",

@@ -4,7 +4,8 @@
 //! parents left alone. Also the "would this write change anything?" test.
 
 use coxswain_api::crds::{
-    CoxswainBackendPolicyStatus, FilterStatus, PolicyAncestorRef, PolicyAncestorStatus,
+    ClientTrafficPolicyStatus, CoxswainBackendPolicyStatus, FilterStatus, PolicyAncestorRef,
+    PolicyAncestorStatus,
 };
 use coxswain_api::gateway_api::apis::standard::backendtlspolicies::{
     BackendTlsPolicyStatus, BackendTlsPolicyStatusAncestors,
@@ -238,6 +239,18 @@ pub fn merge_backend_policy(
 ) -> CoxswainBackendPolicyStatus {
     let live = live.map(|l| l.ancestors.as_slice()).unwrap_or_default();
     CoxswainBackendPolicyStatus {
+        ancestors: merge_ancestors(live, desired.ancestors, controller_name),
+    }
+}
+
+/// ClientTrafficPolicy status: keyed by the targeted Gateway.
+pub fn merge_client_traffic_policy(
+    live: Option<&ClientTrafficPolicyStatus>,
+    desired: ClientTrafficPolicyStatus,
+    controller_name: &str,
+) -> ClientTrafficPolicyStatus {
+    let live = live.map(|l| l.ancestors.as_slice()).unwrap_or_default();
+    ClientTrafficPolicyStatus {
         ancestors: merge_ancestors(live, desired.ancestors, controller_name),
     }
 }

@@ -21,8 +21,9 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until, timeout};
 
 use super::merge::{
-    merge_backend_policy, merge_backend_tls_policy, merge_backend_traffic_policy, merge_filter,
-    merge_gateway, merge_gateway_class, merge_listener_set, merge_route, same_ignoring_times,
+    merge_backend_policy, merge_backend_tls_policy, merge_backend_traffic_policy,
+    merge_client_traffic_policy, merge_filter, merge_gateway, merge_gateway_class,
+    merge_listener_set, merge_route, same_ignoring_times,
 };
 use super::resources::ResourceWriter;
 use crate::metrics::Metrics;
@@ -257,6 +258,14 @@ async fn pass(
         backend_traffic_policies,
         "XBackendTrafficPolicy",
         merge_backend_traffic_policy
+    );
+    write_policies!(
+        plan,
+        client,
+        job,
+        client_traffic_policies,
+        "ClientTrafficPolicy",
+        merge_client_traffic_policy
     );
     write_filters!(plan, client, job, basic_auths, BasicAuth);
     write_filters!(plan, client, job, compressions, Compression);

@@ -12,11 +12,12 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::{Instant, timeout_at};
 
-use super::SocketPlan;
 use super::client_hello::read_client_hello;
 use super::preface::plausible_start;
+use super::proxy_header::read_proxy_header;
 use super::rewind::Rewind;
 use super::tls::{TlsAction, TlsSocket};
+use super::{SocketMode, SocketPlan};
 use crate::handler::{ConnInfo, Shared, SharedTable};
 use crate::http::server::{Versions, serve_connection};
 use crate::l4::tcp::{TcpTimeouts, proxy_connection};
@@ -131,40 +132,7 @@ async fn accept_loop(
                 let watcher = draining.clone();
                 connections.spawn(async move {
                     let _permits = permits;
-                    let info = ConnInfo {
-                        socket: state.socket,
-                        client,
-                        https: false,
-                        sni_listener: None,
-                        client_identity: None,
-                        upgrade: Default::default(),
-                        linger: Default::default(),
-                    };
-                    match &*plan {
-                        SocketPlan::Http => {
-                            let mut stream = stream;
-                            let mut first = BytesMut::new();
-                            // Before its first request a connection is both
-                            // idle and waiting for a head: the shorter limit.
-                            let limits = &state.shared.limits;
-                            let wait = limits.header_read_timeout.min(limits.idle_timeout);
-                            let deadline = Instant::now() + wait;
-                            let judged = plausible_start(&mut stream, &mut first);
-                            match timeout_at(deadline, judged).await {
-                                Ok(true) => {
-                                    let io = Rewind::new(first.freeze(), stream);
-                                    let shared = (state.shared, state.table);
-                                    serve_connection(io, shared, info, Versions::Either, watcher).await;
-                                }
-                                Ok(false) => tracing::debug!(%client, "not HTTP; closing"),
-                                Err(_) => tracing::debug!(%client, "no request line in time"),
-                            }
-                        }
-                        SocketPlan::Tls(tls) => tls_connection(stream, tls, state, info, watcher).await,
-                        SocketPlan::Tcp(table) => {
-                            proxy_connection((stream, true), client, table, None, state.tcp).await;
-                        }
-                    }
+                    serve(stream, client, &plan, state, watcher).await;
                 });
             }
         }
@@ -179,10 +147,67 @@ async fn accept_loop(
     while connections.join_next().await.is_some() {}
 }
 
+/// One connection: its PROXY header (when the socket expects one), then
+/// what the socket serves. Bytes read ahead are replayed to the next reader.
+async fn serve(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    plan: &SocketPlan,
+    state: SocketState,
+    watcher: watch::Receiver<bool>,
+) {
+    let mut read = BytesMut::new();
+    let client = match plan.proxy_protocol {
+        None => peer,
+        Some(setting) => match read_proxy_header(&mut stream, &mut read, peer, setting).await {
+            Ok(client) => client,
+            Err(refused) => {
+                state.shared.metrics.proxy_protocol.refused(refused);
+                return tracing::debug!(%peer, ?refused, "PROXY protocol header refused; closing");
+            }
+        },
+    };
+    let info = ConnInfo {
+        socket: state.socket,
+        client,
+        https: false,
+        sni_listener: None,
+        client_identity: None,
+        upgrade: Default::default(),
+        linger: Default::default(),
+    };
+    match &plan.mode {
+        SocketMode::Http => {
+            // Before its first request a connection is both idle and
+            // waiting for a head: the shorter limit.
+            let limits = &state.shared.limits;
+            let wait = limits.header_read_timeout.min(limits.idle_timeout);
+            let deadline = Instant::now() + wait;
+            let judged = plausible_start(&mut stream, &mut read);
+            match timeout_at(deadline, judged).await {
+                Ok(true) => {
+                    let io = Rewind::new(read.freeze(), stream);
+                    let shared = (state.shared, state.table);
+                    serve_connection(io, shared, info, Versions::Either, watcher).await;
+                }
+                Ok(false) => tracing::debug!(%client, "not HTTP; closing"),
+                Err(_) => tracing::debug!(%client, "no request line in time"),
+            }
+        }
+        SocketMode::Tls(tls) => tls_connection((stream, read), tls, state, info, watcher).await,
+        SocketMode::Tcp(table) => {
+            // Bytes after the PROXY header go to the backend; the header
+            // itself does not.
+            let io = Rewind::new(read.freeze(), stream);
+            proxy_connection((io, true), client, table, None, state.tcp).await;
+        }
+    }
+}
+
 /// Reads the ClientHello, lets its SNI pick the listener and hands the
 /// connection (with the bytes read so far) to it.
 async fn tls_connection(
-    mut stream: TcpStream,
+    (mut stream, mut read): (TcpStream, BytesMut),
     tls: &TlsSocket,
     state: SocketState,
     info: ConnInfo,
@@ -190,7 +215,6 @@ async fn tls_connection(
 ) {
     let client = info.client;
     let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-    let mut read = BytesMut::new();
     let hello = match timeout_at(deadline, read_client_hello(&mut stream, &mut read)).await {
         Ok(Ok(hello)) => hello,
         Ok(Err(e)) => return tracing::debug!(%client, error = ?e, "no usable ClientHello"),

@@ -1,5 +1,6 @@
 //! Sockets and what they do with a new connection: plain HTTP, or TLS where
-//! the ClientHello's SNI picks the listener (then terminate and serve HTTP).
+//! the ClientHello's SNI picks the listener (then terminate and serve HTTP),
+//! either after a PROXY protocol header when the socket expects one.
 //! One accept loop per socket; stopping one drains only its connections.
 
 mod accept;
@@ -8,15 +9,19 @@ mod client_auth;
 pub mod client_hello;
 pub mod client_identity;
 mod preface;
+mod proxy_header;
+mod proxy_metrics;
+pub mod proxy_protocol;
 mod rewind;
 pub mod tls;
 
 pub use accept::{ListenerTask, SharedPlan, spawn};
 pub use certificates::Certificates;
+pub use proxy_metrics::ProxyProtocolMetrics;
 
 use std::sync::Arc;
 
-use coxswain_ir::{Serve, Socket};
+use coxswain_ir::{ProxyProtocol, Serve, Socket};
 
 use crate::l4::{BackendTlsUse, L4Context, L4Table};
 use tls::TlsSocket;
@@ -24,7 +29,15 @@ use tls::TlsSocket;
 /// How a TCP socket treats new connections. Swapped atomically with its
 /// routing table; a connection keeps the plan it was accepted with.
 #[derive(Debug)]
-pub enum SocketPlan {
+pub struct SocketPlan {
+    /// Read a PROXY protocol header first: its source is the client.
+    pub proxy_protocol: Option<ProxyProtocol>,
+    pub mode: SocketMode,
+}
+
+/// What a connection carries (after any PROXY header).
+#[derive(Debug)]
+pub enum SocketMode {
     /// HTTP/1.1 or h2c (prior knowledge), by preface.
     Http,
     /// Read the ClientHello; the listener its SNI picks decides.
@@ -35,8 +48,25 @@ pub enum SocketPlan {
 
 impl SocketPlan {
     pub fn of(socket: &Socket, ctx: &L4Context<'_>) -> SocketPlan {
+        SocketPlan {
+            proxy_protocol: socket.proxy_protocol,
+            mode: SocketMode::of(socket, ctx),
+        }
+    }
+
+    /// Plain HTTP without PROXY protocol (a socket bound before its plan).
+    pub fn http() -> SocketPlan {
+        SocketPlan {
+            proxy_protocol: None,
+            mode: SocketMode::Http,
+        }
+    }
+}
+
+impl SocketMode {
+    fn of(socket: &Socket, ctx: &L4Context<'_>) -> SocketMode {
         if socket.reads_client_hello() {
-            return SocketPlan::Tls(TlsSocket::new(socket, ctx));
+            return SocketMode::Tls(TlsSocket::new(socket, ctx));
         }
         // The translator never puts two TCP listeners, or TCP next to HTTP,
         // on one socket (they conflict).
@@ -44,9 +74,9 @@ impl SocketPlan {
             Some(Serve::Tcp(routes)) => {
                 let identity = ctx.identities.first().cloned().flatten();
                 let table = L4Table::compile(routes, ctx, BackendTlsUse::Originate(identity));
-                SocketPlan::Tcp(Arc::new(table))
+                SocketMode::Tcp(Arc::new(table))
             }
-            _ => SocketPlan::Http,
+            _ => SocketMode::Http,
         }
     }
 }

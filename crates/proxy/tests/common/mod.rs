@@ -265,6 +265,7 @@ pub fn gateway_listener(name: &str, hostname: Option<&str>, routes: Vec<Route>) 
 pub fn socket(port: u16, listeners: Vec<Listener>) -> Socket {
     Socket {
         transport: Transport::Tcp,
+        proxy_protocol: None,
         address: LOCALHOST,
         port,
         listeners,

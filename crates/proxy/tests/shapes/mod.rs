@@ -54,6 +54,7 @@ fn one_socket(routes: Vec<Route>) -> Config {
         ir_version: coxswain_ir::IR_VERSION,
         sockets: vec![Socket {
             transport: Transport::Tcp,
+            proxy_protocol: None,
             address: SOCKET.ip(),
             port: SOCKET.port(),
             listeners: vec![listener],

@@ -1,10 +1,11 @@
-//! Policies attached to backends or Gateways by `targetRefs`, one file per
+//! Policies attached to backends, Gateways or listeners by `targetRefs`, one file per
 //! policy kind; each finds what it targets, resolves conflicts and writes
 //! `status.ancestors` for the Gateways it affects.
 
 pub mod backend_policy;
 pub mod backend_tls;
 pub mod backend_traffic;
+pub mod client_traffic;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

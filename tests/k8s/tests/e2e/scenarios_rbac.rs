@@ -158,6 +158,7 @@ const WATCHED: &[(&str, &str)] = &[
     (GW, "referencegrants"),
     (COXSWAIN, "coxswainbackendpolicies"),
     (COXSWAIN, "basicauths"),
+    (COXSWAIN, "clienttrafficpolicies"),
     (COXSWAIN, "compressions"),
     (COXSWAIN, "ipaccesscontrols"),
     (COXSWAIN, "jwtauths"),
@@ -199,6 +200,7 @@ fn needed() -> Vec<Access> {
     }
     for resource in [
         "basicauths",
+        "clienttrafficpolicies",
         "compressions",
         "coxswainbackendpolicies",
         "ipaccesscontrols",
