@@ -38,8 +38,9 @@ pub struct ProxyArgs {
     /// closed.
     #[arg(long, default_value = "1h", value_parser = parse_duration, value_name = "DURATION")]
     pub proxy_tcp_idle_timeout: Duration,
-    /// Connect timeout for backend connections.
-    #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    /// Connect timeout for backend connections (a pod that vanished costs
+    /// this long before the request is retried on another).
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
     pub proxy_connect_timeout: Duration,
     /// A request head must arrive within this time (slowloris).
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]

@@ -95,7 +95,7 @@ impl Default for ProxyOptions {
     fn default() -> Self {
         ProxyOptions {
             drain_timeout: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(1),
             path: PathOptions::default(),
             tcp_idle_timeout: Duration::from_secs(3600),
             udp: UdpOptions::default(),

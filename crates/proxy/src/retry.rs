@@ -4,7 +4,11 @@
 //! - With a `retry` stanza: a listed response code, a connection error or
 //!   a backend-request timeout is tried again (on the next endpoint) up to
 //!   `attempts` times, waiting `backoff`, doubled for each further retry.
-//! - Without one: only a refused connection is tried again, once.
+//! - Without one: a failed connection is tried again on another endpoint,
+//!   up to [`UNCONFIGURED_RETRIES`] times: one that never connected
+//!   (refused, unreachable, connect timeout) always, one that broke before
+//!   any response only for an idempotent method (RFC 9110 9.2.2). A pod
+//!   that just went away then costs no request.
 //! - A request body is resent only when it could be kept: bodiless
 //!   requests, and (with a stanza) bodies of at most [`REPLAY_LIMIT`]
 //!   bytes, read whole before the first attempt. A larger or unsized body
@@ -38,6 +42,10 @@ use crate::upstream::{Via, upstream_uri};
 /// The largest body kept so that it can be sent again.
 pub const REPLAY_LIMIT: u64 = 64 * 1024;
 
+/// Retries of a failed connection without a `retry` stanza: enough to step
+/// over two endpoints that went away at once.
+pub const UNCONFIGURED_RETRIES: u32 = 2;
+
 /// The longest wait between two attempts, however many retries came before.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
@@ -62,7 +70,7 @@ impl RetryPolicy {
             },
             None => RetryPolicy {
                 codes: Vec::new(),
-                retries: 1,
+                retries: UNCONFIGURED_RETRIES,
                 backoff: Duration::ZERO,
                 configured: false,
             },
@@ -118,7 +126,10 @@ pub struct Upstreamed {
 enum AttemptError {
     Connect,
     TimedOut,
-    /// The request failed after it may have reached the backend.
+    /// The connection broke after the request may have reached the
+    /// backend, before any response came.
+    Dropped,
+    /// Not the backend's doing (no endpoint, TLS misconfigured, ...).
     Other,
 }
 
@@ -168,6 +179,9 @@ impl Exchange<'_> {
                         && self.policy.codes.contains(&up.response.status().as_u16())
                 }
                 Err((AttemptError::Connect, _)) => true,
+                Err((AttemptError::Dropped, _)) => {
+                    self.policy.configured || parts.method.is_idempotent()
+                }
                 Err((AttemptError::TimedOut | AttemptError::Other, _)) => self.policy.configured,
             };
             if !(may_retry && retryable) {
@@ -348,7 +362,7 @@ impl Exchange<'_> {
             let kind = if e.is_connect {
                 AttemptError::Connect
             } else {
-                AttemptError::Other
+                AttemptError::Dropped
             };
             (kind, failed(StatusCode::BAD_GATEWAY, "upstream unavailable\n"))
         })
@@ -381,9 +395,9 @@ mod tests {
     }
 
     #[test]
-    fn no_stanza_retries_a_refused_connection_once_at_once() {
+    fn no_stanza_retries_a_failed_connection_twice_at_once() {
         let p = RetryPolicy::compile(None);
-        assert_eq!((p.retries, p.configured), (1, false));
+        assert_eq!((p.retries, p.configured), (UNCONFIGURED_RETRIES, false));
         assert_eq!(p.backoff(1), Duration::ZERO);
     }
 }

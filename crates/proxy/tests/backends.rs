@@ -113,13 +113,13 @@ async fn backend_errors_map_to_status_codes() {
     }
     let mut metrics = String::new();
     proxy.render_metrics(&mut metrics);
-    // A refused connection of a bodiless request is tried once more.
+    // A refused connection of a bodiless request is tried twice more.
     assert!(
-        metrics.contains("coxswain_proxy_upstream_connect_errors_total 4"),
+        metrics.contains("coxswain_proxy_upstream_connect_errors_total 6"),
         "{metrics}"
     );
     assert!(
-        metrics.contains("coxswain_proxy_upstream_retries_total 2"),
+        metrics.contains("coxswain_proxy_upstream_retries_total 4"),
         "{metrics}"
     );
     assert!(
@@ -195,4 +195,81 @@ async fn h2c_upstream_and_round_robin() {
         (a.hits.load(Ordering::SeqCst), b.hits.load(Ordering::SeqCst)),
         (2, 2)
     );
+}
+
+/// A backend that reads a request head and closes the connection without
+/// answering (a pod killed mid-request); counts the requests it dropped.
+async fn dropping_backend() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind((LOCALHOST, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let dropped = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = dropped.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let count = count.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (addr, dropped)
+}
+
+#[tokio::test]
+async fn a_connection_dropped_before_the_answer_is_retried_only_when_idempotent() {
+    let backend = echo_backend("b").await;
+    let (flaky, flaky_drops) = dropping_backend().await;
+    let (dead, dead_drops) = dropping_backend().await;
+    let port = free_port();
+    let routes = vec![
+        route("flaky", &[], vec![prefix("/flaky")], vec![to("flaky", 1)]),
+        route("dead", &[], vec![prefix("/dead")], vec![to("dead", 1)]),
+    ];
+    let cfg = config(
+        vec![socket(port, vec![gateway_listener("http", None, routes)])],
+        vec![
+            cluster("flaky", &[flaky, backend.addr]),
+            cluster("dead", &[dead]),
+        ],
+    );
+    let (_proxy, _) = start_proxy(cfg).await;
+    let c = client();
+    // Without a retry stanza, a GET whose connection broke goes to the
+    // other endpoint: nobody sees the dropping one.
+    for _ in 0..10 {
+        assert_eq!(
+            get(&c, port, "e.test", "/flaky").await.status,
+            StatusCode::OK
+        );
+    }
+    assert!(
+        flaky_drops.load(Ordering::SeqCst) >= 1,
+        "the dropping endpoint was chosen"
+    );
+    // A POST may have had its effect: never sent twice.
+    let post = request(port, "e.test", "/dead").method("POST");
+    assert_eq!(send(&c, post).await.status, StatusCode::BAD_GATEWAY);
+    assert_eq!(
+        dead_drops.load(Ordering::SeqCst),
+        1,
+        "the POST was not retried"
+    );
+    // A GET is tried three times in all, then answered 502.
+    assert_eq!(
+        get(&c, port, "e.test", "/dead").await.status,
+        StatusCode::BAD_GATEWAY
+    );
+    assert_eq!(dead_drops.load(Ordering::SeqCst), 4);
 }

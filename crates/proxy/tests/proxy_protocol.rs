@@ -318,6 +318,7 @@ async fn rate_limit_client_ip_buckets_by_the_proxy_source() {
             period_ms: 3_600_000,
             burst: 1,
             key: coxswain_ir::RateLimitKey::ClientIp,
+            global: None,
         }),
     };
     let routes = vec![rule_with("/limited", vec![Filter::Extension(key)])];
