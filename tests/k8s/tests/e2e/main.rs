@@ -5,9 +5,11 @@
 //! (never skips) when the machine cannot run it. See docs/kubernetes.md.
 
 mod fixtures;
+mod load;
 mod replicas;
 mod scenarios_apiserver;
 mod scenarios_chart;
+mod scenarios_churn;
 mod scenarios_filters;
 mod scenarios_leader;
 mod scenarios_rbac;
@@ -44,6 +46,14 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "pod_delete_other_pod_serves",
         scenarios_traffic::pod_delete_other_pod_serves,
+    ),
+    (
+        "pod_churn_under_load_loses_nothing",
+        scenarios_churn::pod_churn_under_load_loses_nothing,
+    ),
+    (
+        "endpoint_churn_recompiles_nothing",
+        scenarios_churn::endpoint_churn_recompiles_nothing,
     ),
     (
         "cross_namespace_backend_needs_reference_grant",

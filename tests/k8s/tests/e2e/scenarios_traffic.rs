@@ -12,7 +12,7 @@ use crate::fixtures::{CAP, NS, condition_state, ensure_demo, get, route_parent};
 use crate::setup::{Env, POOL};
 
 /// Names of the echo pods that are Running and Ready.
-fn ready_echo_pods(env: &Env) -> anyhow::Result<BTreeSet<String>> {
+pub fn ready_echo_pods(env: &Env) -> anyhow::Result<BTreeSet<String>> {
     let pods = env.admin.get_json(&["-n", NS, "pods", "-l", "app=echo"])?;
     Ok(pods["items"]
         .as_array()
@@ -25,7 +25,7 @@ fn ready_echo_pods(env: &Env) -> anyhow::Result<BTreeSet<String>> {
 }
 
 /// Ready endpoint target pods of the echo Service.
-fn ready_endpoints(env: &Env) -> anyhow::Result<BTreeSet<String>> {
+pub fn ready_endpoints(env: &Env) -> anyhow::Result<BTreeSet<String>> {
     let slices = env.admin.get_json(&[
         "-n",
         NS,
