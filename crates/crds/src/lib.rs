@@ -18,6 +18,7 @@
 mod backend_policy;
 mod basic_auth;
 mod compression;
+mod external_auth;
 mod filter_status;
 mod gateway_parameters;
 mod ip_access;
@@ -33,6 +34,10 @@ pub use backend_policy::{
 };
 pub use basic_auth::{BasicAuth, BasicAuthSecretRef, BasicAuthSpec};
 pub use compression::{Compression, CompressionSpec};
+pub use external_auth::{
+    CoxswainExternalAuth, CoxswainExternalAuthSpec, ExternalAuthBackendRef, ExternalAuthTargetRef,
+    ForwardBody,
+};
 pub use filter_status::FilterStatus;
 pub use gateway_parameters::{
     CoxswainGatewayParameters, CoxswainGatewayParametersSpec, ServiceTypeOverride,
@@ -63,6 +68,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         BasicAuth::crd(),
         Compression::crd(),
         CoxswainBackendPolicy::crd(),
+        CoxswainExternalAuth::crd(),
         CoxswainGatewayParameters::crd(),
         IpAccessControl::crd(),
         JwtAuth::crd(),

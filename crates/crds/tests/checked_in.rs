@@ -45,6 +45,7 @@ fn crds_are_namespaced_in_our_group_with_a_schema() {
             "BasicAuth",
             "Compression",
             "CoxswainBackendPolicy",
+            "CoxswainExternalAuth",
             "CoxswainGatewayParameters",
             "IpAccessControl",
             "JwtAuth",

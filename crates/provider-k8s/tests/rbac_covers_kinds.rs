@@ -64,6 +64,7 @@ fn every_kind_with_status_may_update_it() {
                 | Kind::XBackendTrafficPolicy
                 | Kind::BasicAuth
                 | Kind::Compression
+                | Kind::CoxswainExternalAuth
                 | Kind::IpAccessControl
                 | Kind::JwtAuth
                 | Kind::PathRewriteRegex

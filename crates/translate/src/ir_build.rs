@@ -102,14 +102,20 @@ pub fn build_config(
 
     // Specs come only from rules attached to served listeners, so every one
     // of them is referenced by the IR; the map is already sorted by name.
+    // The authorization services those rules ask are clusters too.
+    let keys = extension_keys(&sockets);
+    let mut specs = cluster_specs.clone();
+    for spec in crate::extension::clusters(snapshot, &keys) {
+        specs.entry(spec.name.clone()).or_insert(spec);
+    }
     let clusters = clusters(
         snapshot,
-        cluster_specs,
+        &specs,
         (backend_tls, backend_policies, backend_traffic),
         memo,
     );
 
-    let extensions = crate::extension::table(snapshot, &extension_keys(&sockets));
+    let extensions = crate::extension::table(snapshot, &keys);
     Config {
         ir_version: IR_VERSION,
         sockets,

@@ -260,6 +260,7 @@ async fn pass(
     );
     write_filters!(plan, client, job, basic_auths, BasicAuth);
     write_filters!(plan, client, job, compressions, Compression);
+    write_filters!(plan, client, job, external_auths, CoxswainExternalAuth);
     write_filters!(plan, client, job, ip_access_controls, IpAccessControl);
     write_filters!(plan, client, job, jwt_auths, JwtAuth);
     write_filters!(plan, client, job, path_rewrite_regexes, PathRewriteRegex);

@@ -10,6 +10,7 @@ use hyper::upgrade::OnUpgrade;
 use super::compression::CompressionPlan;
 use crate::mirror::MirrorFilter;
 use crate::router::CompiledMatch;
+use crate::upstream::Upstreams;
 
 /// An upgrade the client asked for (WebSocket), to be relayed once the
 /// backend agrees.
@@ -31,6 +32,8 @@ pub struct RequestCtx<'r> {
     pub matched: &'r CompiledMatch,
     pub client: IpAddr,
     pub listener_port: u16,
+    /// The upstream clients, for stages that call a service themselves.
+    pub upstreams: &'r Upstreams,
     /// `http` or `https`: how the request arrived.
     pub scheme: &'static str,
     /// The Host the client asked for, normalised.

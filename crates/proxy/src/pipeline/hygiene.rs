@@ -18,7 +18,7 @@ use crate::router::CompiledMatch;
 /// its own headers, never one the gateway sets), an upgrade kept aside,
 /// and the client certificate spoken for by the gateway alone.
 pub fn admit<'r>(
-    shared: &Shared,
+    shared: &'r Shared,
     conn: &ConnInfo,
     matched: &'r CompiledMatch,
     host: String,
@@ -56,6 +56,7 @@ pub fn admit<'r>(
         matched,
         client: conn.client.ip(),
         listener_port: conn.socket.port(),
+        upstreams: &shared.upstreams,
         scheme: conn.scheme(),
         host,
         new_host: None,

@@ -7,7 +7,7 @@
 //! | hygiene | hop-by-hop strip, upgrade kept, `x-forwarded-client-cert` | before any filter: a client's `Connection` list can only name its own headers, and only the gateway speaks for the client certificate |
 //! | network | IpAccessControl; filters that cannot be applied (a missing ExtensionRef) refuse every request | who may send requests here at all, before any work is spent |
 //! | admission | CORS preflight | a browser's preflight carries no credentials, so it is answered before authentication |
-//! | authn | BasicAuth (401 with a challenge), JwtAuth (401 with a `Bearer` challenge, 503 without keys; claims to request headers) | who the client is, before anything spends work on it |
+//! | authn | CoxswainExternalAuth (the authorization service's denial, 503 when it cannot answer; a Gateway's policy before the rule's own), BasicAuth (401 with a challenge), JwtAuth (401 with a `Bearer` challenge, 503 without keys; claims to request headers) | who the client is, before anything spends work on it |
 //! | authz | (authorisation filters) | needs the identity |
 //! | limits | RateLimit (429 with `Retry-After`, `RateLimit` headers on every answer), RequestSizeLimit (413 on a `Content-Length` past the limit; a streamed body is cut off where it passes it) | counted per identity, after refusals |
 //! | transforms | request header edits, URL rewrite, PathRewriteRegex, redirect, mirror sampling, Compression (the coding the client accepts, recorded for the response) | what the upstream (or the redirect) sees; a redirect answers only an admitted request |
@@ -24,6 +24,7 @@ mod compression;
 mod context;
 mod cors;
 pub mod extensions;
+mod external_auth;
 pub mod headers;
 mod hygiene;
 mod ip_access;
@@ -79,7 +80,7 @@ impl<'r> Forwarded<'r> {
 
 /// Runs `req` through `route`'s pipeline.
 pub async fn serve<'r>(
-    shared: &Shared,
+    shared: &'r Shared,
     conn: ConnInfo,
     route: &'r CompiledRoute,
     matched: &'r CompiledMatch,

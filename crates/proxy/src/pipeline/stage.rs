@@ -3,21 +3,23 @@
 
 use std::sync::Arc;
 
-use coxswain_ir::{Filter, Redirect, Rewrite};
+use coxswain_ir::{BackendTarget, Filter, Redirect, Rewrite};
 use http::StatusCode;
 
 use super::context::RequestCtx;
 use super::extensions::{CompiledExtension, ExtensionSet, broken_status};
 use super::rate_limit::CompiledRateLimit;
 use super::{
-    Flow, basic_auth, compression, cors, headers, ip_access, jwt_auth, path_rewrite, rate_limit,
-    redirect, rewrite, size_limit,
+    Flow, basic_auth, compression, cors, external_auth, headers, ip_access, jwt_auth, path_rewrite,
+    rate_limit, redirect, rewrite, size_limit,
 };
+use crate::auth::ext_authz::CompiledExternalAuth;
 use crate::cluster::ClusterSet;
 use crate::http::body::plain;
 use crate::http::cors::CorsPolicy;
 use crate::metrics::Metrics;
 use crate::mirror::MirrorFilter;
+use crate::route::Target;
 use headers::HeaderEdits;
 
 /// The fixed order of the request path (see the module table in
@@ -47,6 +49,11 @@ pub enum RequestStage {
         limit: Arc<CompiledRateLimit>,
         rule: u64,
     },
+    /// A CoxswainExternalAuth resource and its service's cluster.
+    ExternalAuth {
+        auth: Arc<CompiledExternalAuth>,
+        target: Target,
+    },
     /// CORS: a preflight is answered here; an allowed origin's request
     /// gets its response headers planned.
     Cors(CorsPolicy),
@@ -62,7 +69,9 @@ impl RequestStage {
             RequestStage::Deny(_) => Phase::Network,
             RequestStage::Extension(e) => match &**e {
                 CompiledExtension::IpAccess(_) | CompiledExtension::Broken { .. } => Phase::Network,
-                CompiledExtension::BasicAuth(_) | CompiledExtension::JwtAuth(_) => Phase::Authn,
+                CompiledExtension::BasicAuth(_)
+                | CompiledExtension::JwtAuth(_)
+                | CompiledExtension::ExternalAuth(_) => Phase::Authn,
                 CompiledExtension::SizeLimit { .. } | CompiledExtension::RateLimit(_) => {
                     Phase::Limits
                 }
@@ -71,6 +80,7 @@ impl RequestStage {
                 | CompiledExtension::Inactive => Phase::Transforms,
             },
             RequestStage::RateLimit { .. } => Phase::Limits,
+            RequestStage::ExternalAuth { .. } => Phase::Authn,
             RequestStage::Cors(_) => Phase::Admission,
             RequestStage::RequestHeaders(_)
             | RequestStage::Rewrite(_)
@@ -99,14 +109,20 @@ impl RequestStage {
                     substitution,
                 } => path_rewrite::apply(regex, substitution, ctx),
                 CompiledExtension::Compression(policy) => compression::plan(policy, ctx),
-                // Compiled to RequestStage::RateLimit; nothing to do here.
-                CompiledExtension::RateLimit(_) | CompiledExtension::Inactive => Flow::Next,
+                // Compiled to their own stages; nothing to do here.
+                CompiledExtension::RateLimit(_)
+                | CompiledExtension::ExternalAuth(_)
+                | CompiledExtension::Inactive => Flow::Next,
                 CompiledExtension::Broken { status, reason } => {
                     tracing::debug!(%reason, "filter cannot be enforced");
                     Flow::Answer(plain(*status, "filter unavailable\n"))
                 }
             },
             RequestStage::RateLimit { limit, rule } => rate_limit::admit(limit, *rule, ctx),
+            // Boxed: only requests to these rules carry its future.
+            RequestStage::ExternalAuth { auth, target } => {
+                Box::pin(external_auth::admit(auth, target, ctx)).await
+            }
             RequestStage::Cors(policy) => cors::admit(policy, ctx),
             RequestStage::RequestHeaders(edits) => {
                 edits.apply(&mut ctx.parts.headers);
@@ -188,6 +204,13 @@ pub fn compile(
                     CompiledExtension::RateLimit(limit) => RequestStage::RateLimit {
                         limit: limit.clone(),
                         rule: rule_key(label),
+                    },
+                    CompiledExtension::ExternalAuth(auth) => RequestStage::ExternalAuth {
+                        target: Target::resolve(
+                            &BackendTarget::Cluster(auth.auth.cluster.clone()),
+                            clusters,
+                        ),
+                        auth: auth.clone(),
                     },
                     _ => RequestStage::Extension(e.clone()),
                 },

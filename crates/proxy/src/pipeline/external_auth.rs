@@ -1,0 +1,112 @@
+//! CoxswainExternalAuth (authn phase): the authorization service decides.
+//! An allowed request goes on with the headers the resource copies from
+//! the answer (a client's own of those names replaced, so it cannot forge
+//! them); a denied one gets the service's answer. No endpoint, or a
+//! service that fails or is too slow: 503, unless the resource fails open
+//! (never when there is no endpoint). A gRPC client gets its denial as a
+//! gRPC status (UNAUTHENTICATED, PERMISSION_DENIED, UNAVAILABLE).
+
+use bytes::Bytes;
+use http::{HeaderMap, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+
+use super::Flow;
+use super::context::RequestCtx;
+use crate::auth::ext_authz::{self, CheckError, CompiledExternalAuth, Verdict, forward};
+use crate::http::body::{ProxyBody, plain};
+use crate::http::grpc::{LocalReply, is_grpc};
+use crate::route::Target;
+use coxswain_ir::ExternalAuthProtocol;
+
+pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut RequestCtx<'_>) -> Flow {
+    let cluster = match target {
+        Target::Cluster(c) => c,
+        Target::Invalid(reason) => {
+            tracing::debug!(%reason, "authorization service missing");
+            return unavailable();
+        }
+    };
+    let path_and_query = match &ctx.query {
+        Some(q) => format!("{}?{q}", ctx.path),
+        None => ctx.path.clone(),
+    };
+    let original = forward::Original {
+        method: &ctx.parts.method,
+        host: &ctx.host,
+        path_and_query: &path_and_query,
+        headers: &ctx.parts.headers,
+    };
+    let request = match auth.auth.protocol {
+        ExternalAuthProtocol::Http => forward::request(auth, &original),
+        ExternalAuthProtocol::Grpc => None,
+    };
+    let Some(request) = request else {
+        tracing::debug!("request cannot be put to the authorization service");
+        return unavailable();
+    };
+    let answer = ext_authz::exchange(ctx.upstreams, cluster, request, auth.timeout).await;
+    let verdict = answer.map(|a| match auth.auth.protocol {
+        ExternalAuthProtocol::Http => forward::verdict(auth, a),
+        ExternalAuthProtocol::Grpc => forward::verdict(auth, a),
+    });
+    match verdict {
+        Ok(Verdict::Allow(headers)) => {
+            for (name, _) in &headers {
+                ctx.parts.headers.remove(name);
+            }
+            for (name, value) in headers {
+                ctx.parts.headers.append(name, value);
+            }
+            Flow::Next
+        }
+        Ok(Verdict::Deny {
+            status,
+            headers,
+            body,
+        }) => Flow::Answer(denied(status, headers, body, is_grpc(&ctx.parts.headers))),
+        Err(CheckError::NoEndpoint) => {
+            tracing::debug!(cluster = %cluster.name, "no authorization endpoint");
+            unavailable()
+        }
+        Err(e) if auth.auth.fail_closed => {
+            tracing::debug!(cluster = %cluster.name, error = ?e, "authorization failed; denied");
+            unavailable()
+        }
+        Err(e) => {
+            tracing::debug!(cluster = %cluster.name, error = ?e, "authorization failed; let through");
+            Flow::Next
+        }
+    }
+}
+
+fn unavailable() -> Flow {
+    Flow::Answer(plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "authorization unavailable\n",
+    ))
+}
+
+/// The service's denial as the client gets it; marked as the gateway's
+/// own for a gRPC client, so it becomes a gRPC status.
+fn denied(status: StatusCode, headers: HeaderMap, body: Bytes, grpc: bool) -> Response<ProxyBody> {
+    // A 2xx or 1xx from the Check call's denied_response is no denial.
+    let status = if status.is_client_error() || status.is_server_error() || status.is_redirection()
+    {
+        status
+    } else {
+        StatusCode::FORBIDDEN
+    };
+    let body = Full::new(body).map_err(|never| match never {});
+    let mut response = Response::new(body.boxed_unsync());
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    if grpc {
+        let text = match status {
+            StatusCode::UNAUTHORIZED => "unauthenticated\n",
+            StatusCode::FORBIDDEN => "permission denied\n",
+            _ => "denied by the authorization service\n",
+        };
+        response.extensions_mut().insert(LocalReply(text));
+    }
+    response
+}
