@@ -1,7 +1,7 @@
 //! CoxswainExternalAuth (authn phase): the authorization service decides.
 //! An allowed request goes on with the headers the resource copies from
-//! the answer (a client's own of those names replaced, so it cannot forge
-//! them); a denied one gets the service's answer. No endpoint, or a
+//! the answer (a client's own of those names always removed, so it cannot
+//! forge them); a denied one gets the service's answer. No endpoint, or a
 //! service that fails or is too slow: 503, unless the resource fails open
 //! (never when there is no endpoint). A gRPC client gets its denial as a
 //! gRPC status (UNAUTHENTICATED, PERMISSION_DENIED, UNAVAILABLE).
@@ -12,7 +12,9 @@ use http_body_util::{BodyExt, Full};
 
 use super::Flow;
 use super::context::RequestCtx;
-use crate::auth::ext_authz::{self, CheckError, CompiledExternalAuth, Verdict, forward};
+use crate::auth::ext_authz::{
+    self, CheckError, CompiledExternalAuth, Original, Verdict, forward, grpc,
+};
 use crate::http::body::{ProxyBody, plain};
 use crate::http::grpc::{LocalReply, is_grpc};
 use crate::route::Target;
@@ -30,30 +32,32 @@ pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut Reque
         Some(q) => format!("{}?{q}", ctx.path),
         None => ctx.path.clone(),
     };
-    let original = forward::Original {
+    let original = Original {
         method: &ctx.parts.method,
         host: &ctx.host,
         path_and_query: &path_and_query,
         headers: &ctx.parts.headers,
+        scheme: ctx.scheme,
+        client: ctx.client,
+        version: ctx.parts.version,
+        body: None,
     };
     let request = match auth.auth.protocol {
         ExternalAuthProtocol::Http => forward::request(auth, &original),
-        ExternalAuthProtocol::Grpc => None,
+        ExternalAuthProtocol::Grpc => grpc::request(auth, &original),
     };
     let Some(request) = request else {
         tracing::debug!("request cannot be put to the authorization service");
         return unavailable();
     };
     let answer = ext_authz::exchange(ctx.upstreams, cluster, request, auth.timeout).await;
-    let verdict = answer.map(|a| match auth.auth.protocol {
-        ExternalAuthProtocol::Http => forward::verdict(auth, a),
-        ExternalAuthProtocol::Grpc => forward::verdict(auth, a),
+    let verdict = answer.and_then(|a| match auth.auth.protocol {
+        ExternalAuthProtocol::Http => Ok(forward::verdict(auth, a)),
+        ExternalAuthProtocol::Grpc => grpc::verdict(auth, a),
     });
     match verdict {
         Ok(Verdict::Allow(headers)) => {
-            for (name, _) in &headers {
-                ctx.parts.headers.remove(name);
-            }
+            forget_claims(auth, ctx);
             for (name, value) in headers {
                 ctx.parts.headers.append(name, value);
             }
@@ -74,8 +78,18 @@ pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut Reque
         }
         Err(e) => {
             tracing::debug!(cluster = %cluster.name, error = ?e, "authorization failed; let through");
+            forget_claims(auth, ctx);
             Flow::Next
         }
+    }
+}
+
+/// The client's own headers of the names the service speaks for go,
+/// whatever it answered: a client cannot forge them, even when the check
+/// fails open.
+fn forget_claims(auth: &CompiledExternalAuth, ctx: &mut RequestCtx<'_>) {
+    for name in &auth.response_headers {
+        ctx.parts.headers.remove(name);
     }
 }
 

@@ -3,27 +3,20 @@
 //! the listed ones) go to the service without a body. A 2xx allows; any
 //! other answer is the client's, with its headers and body.
 
-use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
-use http::{HeaderMap, HeaderValue, Method, Request};
+use http::{HeaderMap, HeaderValue, Request};
 
-use super::{Answer, CompiledExternalAuth, Verdict};
+use super::{Answer, CompiledExternalAuth, Original, Verdict};
 use crate::http::body::ClientBody;
 use crate::http::headers::strip_hop_by_hop;
-
-/// What the check is made of.
-pub struct Original<'a> {
-    pub method: &'a Method,
-    pub host: &'a str,
-    pub path_and_query: &'a str,
-    pub headers: &'a HeaderMap,
-}
 
 pub fn request(
     auth: &CompiledExternalAuth,
     original: &Original<'_>,
 ) -> Option<Request<ClientBody>> {
     let mut headers = HeaderMap::new();
+    // The body goes as it is (when forwarded, the gateway buffered it:
+    // its length is known again).
     for (name, value) in original.headers {
         if name != CONTENT_LENGTH
             && name != TRANSFER_ENCODING
@@ -34,7 +27,8 @@ pub fn request(
         }
     }
     headers.insert(HOST, HeaderValue::from_str(original.host).ok()?);
-    let mut request = Request::new(ClientBody::from_bytes(Bytes::new()));
+    let body = original.body.cloned().unwrap_or_default();
+    let mut request = Request::new(ClientBody::from_bytes(body));
     *request.method_mut() = original.method.clone();
     *request.uri_mut() = original.path_and_query.parse().ok()?;
     *request.headers_mut() = headers;
@@ -69,8 +63,9 @@ pub fn verdict(auth: &CompiledExternalAuth, answer: Answer) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use coxswain_ir::{ExternalAuth, ExternalAuthProtocol};
-    use http::StatusCode;
+    use http::{Method, StatusCode};
 
     fn auth(request_headers: &[&str], response_headers: &[&str]) -> CompiledExternalAuth {
         CompiledExternalAuth::compile(&ExternalAuth {
@@ -105,6 +100,10 @@ mod tests {
             host: "app.example",
             path_and_query: "/a/b?c=d",
             headers: &client,
+            scheme: "http",
+            client: "127.0.0.1".parse().unwrap(),
+            version: http::Version::HTTP_11,
+            body: None,
         };
         let all = request(&auth(&[], &[]), &original).unwrap();
         assert_eq!(all.method(), Method::POST);

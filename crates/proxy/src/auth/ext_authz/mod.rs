@@ -1,9 +1,11 @@
 //! External authorization (CoxswainExternalAuth): one check per request,
 //! sent to the authorization service's cluster and turned into a
 //! [`Verdict`]. The wire forms live in their own files: [`forward`]
-//! (HTTP forward-auth) and `grpc` (Envoy's `Authorization/Check`).
+//! (HTTP forward-auth) and [`grpc`] (Envoy's `Authorization/Check`).
 
 pub mod forward;
+pub mod grpc;
+mod proto;
 
 use std::time::Duration;
 
@@ -42,6 +44,19 @@ impl CompiledExternalAuth {
             auth: auth.clone(),
         }
     }
+}
+
+/// The request a check is about, as the stages have left it.
+pub struct Original<'a> {
+    pub method: &'a http::Method,
+    pub host: &'a str,
+    pub path_and_query: &'a str,
+    pub headers: &'a HeaderMap,
+    pub scheme: &'a str,
+    pub client: std::net::IpAddr,
+    pub version: Version,
+    /// The body, when the resource forwards it.
+    pub body: Option<&'a Bytes>,
 }
 
 /// What the service decided.
