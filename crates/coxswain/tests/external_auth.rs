@@ -2,7 +2,8 @@
 //! curl as the client, the real tools/ext-authz service (go-control-plane's
 //! Envoy Authorization service and an HTTP forward-auth endpoint) behind a
 //! Service and EndpointSlice in the config directory, asked by forward-auth
-//! and by gRPC Check; then the service's endpoints taken away.
+//! and by gRPC Check; then a Gateway policy over every route; then the
+//! service's endpoints taken away.
 
 mod support;
 
@@ -137,6 +138,21 @@ fn accepted(gw: &Gateway, name: &str) -> Option<String> {
     ))
 }
 
+/// The Accepted condition of the resource's (only) Gateway ancestor.
+fn ancestor(gw: &Gateway, name: &str) -> Option<String> {
+    let status = gw.status_of("CoxswainExternalAuth", name)?;
+    let accepted = status["ancestors"][0]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Accepted")?
+        .clone();
+    Some(format!(
+        "{}/{}",
+        accepted["status"].as_str()?,
+        accepted["reason"].as_str()?
+    ))
+}
+
 fn curl_as(decision: &str, url: &str) -> (u16, String) {
     let header = format!("x-test-auth: {decision}");
     curl_get(&["-H", &header, "-H", "x-auth-user: forged"], url)
@@ -180,6 +196,31 @@ fn forward_auth_and_grpc_check_decide_with_the_real_service() {
     // Too slow: /forward fails closed (the default), /check fails open.
     assert_eq!(curl_as("slow", &gw.url("/forward")).0, 503);
     assert_eq!(curl_as("slow", &gw.url("/check")).0, 200);
+
+    // A Gateway policy: every route on the quickstart Gateway is checked,
+    // its own route filter as well; a second policy on it is Conflicted.
+    gw.config.write(
+        "gate.yaml",
+        &format!(
+            "apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: CoxswainExternalAuth
+metadata:
+  name: gate
+spec:
+  protocol: GRPC
+  backendRef: {{name: authz, port: {auth_grpc}}}
+  targetRefs:
+  - {{group: gateway.networking.k8s.io, kind: Gateway, name: quickstart}}
+"
+        ),
+    );
+    wait_for("the Gateway policy to guard the quickstart route", || {
+        curl_as("deny", &gw.url("/hello")).0 == 403
+    });
+    assert_eq!(curl_as("allow", &gw.url("/hello")).0, 200);
+    assert_eq!(curl_as("unauth", &gw.url("/hello")).0, 401);
+    assert_eq!(curl_as("allow", &gw.url("/forward")).0, 200, "both allow");
+    assert_eq!(ancestor(&gw, "gate").as_deref(), Some("True/Accepted"));
 
     // No ready endpoints: both refuse, failClosed or not.
     gw.config

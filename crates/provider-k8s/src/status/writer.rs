@@ -144,7 +144,11 @@ macro_rules! write_filters {
                 continue;
             }
             if let Some(live) = $job.snapshot.$field.get(key) {
-                let merged = merge_filter(live.status.as_ref(), desired.clone());
+                let merged = merge_filter(
+                    live.status.as_ref(),
+                    desired.clone(),
+                    &$plan.config.controller_name,
+                );
                 let api = Api::namespaced($client.clone(), &key.namespace);
                 $plan.write(
                     kind.name(),

@@ -18,6 +18,7 @@
 mod basic_auth;
 mod compression;
 mod external_auth;
+mod gateway_auth;
 mod htpasswd;
 mod ip_access;
 mod jwt_auth;
@@ -34,6 +35,7 @@ use coxswain_ir::{Extension, ExtensionKey, ExtensionKind, ExtensionSpec, Filter,
 use crate::Options;
 use crate::conditions::{Cond, Reason, Stamp};
 use crate::route::backends::Unresolved;
+pub use gateway_auth::GatewayAuthIndex;
 
 /// The API group of Coxswain's resources.
 pub const GROUP: &str = "gateway.coxswain-labs.dev";
@@ -232,6 +234,7 @@ pub fn statuses(
     options: &Options,
 ) -> BTreeMap<(Kind, ObjectKey), FilterStatus> {
     let mut out = BTreeMap::new();
+    let gateway_auth = GatewayAuthIndex::new(snapshot);
     for kind in ExtensionKind::ALL {
         for (key, generation) in objects(snapshot, *kind) {
             let Some(resolved) = resolve(snapshot, *kind, &key) else {
@@ -241,10 +244,20 @@ pub fn statuses(
                 generation,
                 now: &options.now,
             };
+            let ancestors = match snapshot.external_auths.get(&key) {
+                Some(cr) if *kind == ExtensionKind::ExternalAuth => gateway_auth.ancestors(
+                    snapshot,
+                    (&key, cr),
+                    resolved.conditions.first(),
+                    (&stamp, &options.controller_name),
+                ),
+                _ => Vec::new(),
+            };
             out.insert(
                 (api_kind(*kind), key),
                 FilterStatus {
                     conditions: stamp.all(resolved.conditions),
+                    ancestors,
                 },
             );
         }
