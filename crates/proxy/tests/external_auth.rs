@@ -377,3 +377,73 @@ async fn grpc_check_allows_with_ok_headers_and_denies_with_the_denied_response()
     );
     assert_eq!(backend.hits.load(Ordering::SeqCst), 1);
 }
+
+async fn post(port: u16, path: &str, decision: &str, body: &'static str) -> Reply {
+    let req = request(port, "app.test", path)
+        .method("POST")
+        .header("x-test-auth", decision)
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            body.as_bytes(),
+        )))
+        .unwrap();
+    let response = client().request(req).await.unwrap();
+    let (parts, body) = response.into_parts();
+    let body = http_body_util::BodyExt::collect(body)
+        .await
+        .unwrap()
+        .to_bytes();
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
+}
+
+#[tokio::test]
+async fn a_forwarded_body_reaches_the_check_and_the_upstream_and_past_the_cap_is_413() {
+    let service = auth_service();
+    let with_body = |protocol, cluster| ExternalAuth {
+        body_max_bytes: Some(8),
+        ..auth(protocol, cluster)
+    };
+    let (backend, port, _proxy) = start(
+        &service,
+        vec![
+            ("fwd", with_body(ExternalAuthProtocol::Http, "http")),
+            ("grpc", with_body(ExternalAuthProtocol::Grpc, "grpc")),
+            ("plain", auth(ExternalAuthProtocol::Http, "http")),
+        ],
+        vec![
+            ("/seen-fwd", vec![check("fwd")]),
+            ("/seen-grpc", vec![check("grpc")]),
+            // The echo backend streams /body requests' bodies back.
+            ("/body", vec![check("fwd")]),
+            ("/nobody", vec![check("plain")]),
+        ],
+    )
+    .await;
+    for path in ["/seen-fwd", "/seen-grpc"] {
+        let reply = post(port, path, "allow", "hello").await;
+        assert_eq!(reply.status, StatusCode::OK, "{path}");
+        assert_eq!(reply.json()["headers"]["x-auth-body"], "hello", "{path}");
+        assert_eq!(reply.json()["headers"]["content-length"], "5", "{path}");
+    }
+    let echoed = post(port, "/body", "allow", "12345678").await;
+    assert_eq!(echoed.status, StatusCode::OK);
+    assert_eq!(echoed.text(), "12345678", "the upstream got the bytes read");
+    let hits = backend.hits.load(Ordering::SeqCst);
+    for path in ["/seen-fwd", "/seen-grpc", "/body"] {
+        let reply = post(port, path, "allow", "123456789").await;
+        assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE, "{path}");
+    }
+    assert_eq!(
+        backend.hits.load(Ordering::SeqCst),
+        hits,
+        "none went upstream"
+    );
+    // Not forwarded (the default): the check gets no body, the upstream
+    // gets it all.
+    let reply = post(port, "/nobody", "allow", "a body longer than eight").await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.json()["headers"]["x-auth-body"], "");
+}

@@ -8,6 +8,7 @@ use http::{HeaderName, HeaderValue};
 use hyper::upgrade::OnUpgrade;
 
 use super::compression::CompressionPlan;
+use super::request_body::RequestBody;
 use crate::mirror::MirrorFilter;
 use crate::router::CompiledMatch;
 use crate::upstream::Upstreams;
@@ -50,6 +51,8 @@ pub struct RequestCtx<'r> {
     /// The most body bytes the request may carry (the smallest of its
     /// rule's RequestSizeLimits).
     pub body_limit: Option<u64>,
+    /// Unread unless a stage needed it whole.
+    pub body: RequestBody,
     pub plan: ResponsePlan,
 }
 

@@ -4,7 +4,9 @@
 //! forge them); a denied one gets the service's answer. No endpoint, or a
 //! service that fails or is too slow: 503, unless the resource fails open
 //! (never when there is no endpoint). A gRPC client gets its denial as a
-//! gRPC status (UNAUTHENTICATED, PERMISSION_DENIED, UNAVAILABLE).
+//! gRPC status (UNAUTHENTICATED, PERMISSION_DENIED, UNAVAILABLE). A
+//! resource that forwards the body reads it whole first, up to its cap:
+//! a larger one is answered 413, never sent in part.
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
@@ -12,6 +14,7 @@ use http_body_util::{BodyExt, Full};
 
 use super::Flow;
 use super::context::RequestCtx;
+use super::request_body::Unavailable;
 use crate::auth::ext_authz::{
     self, CheckError, CompiledExternalAuth, Original, Verdict, forward, grpc,
 };
@@ -28,6 +31,22 @@ pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut Reque
             return unavailable();
         }
     };
+    let body = match auth.auth.body_max_bytes {
+        Some(cap) => match ctx.body.whole(cap).await {
+            Ok(bytes) => Some(bytes.clone()),
+            Err(Unavailable::TooLarge) => {
+                tracing::debug!(cap, "request body larger than the check takes");
+                return Flow::Answer(plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "request body too large\n",
+                ));
+            }
+            Err(Unavailable::Broken) => {
+                return Flow::Answer(plain(StatusCode::BAD_REQUEST, "bad request body\n"));
+            }
+        },
+        None => None,
+    };
     let path_and_query = match &ctx.query {
         Some(q) => format!("{}?{q}", ctx.path),
         None => ctx.path.clone(),
@@ -40,7 +59,7 @@ pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut Reque
         scheme: ctx.scheme,
         client: ctx.client,
         version: ctx.parts.version,
-        body: None,
+        body: body.as_ref(),
     };
     let request = match auth.auth.protocol {
         ExternalAuthProtocol::Http => forward::request(auth, &original),

@@ -7,6 +7,7 @@ use http::{HeaderValue, Request};
 use hyper::body::Incoming;
 
 use super::context::{Outbound, RequestCtx, ResponsePlan, UpgradeRequest};
+use super::request_body::RequestBody;
 use crate::handler::{ConnInfo, Shared};
 use crate::http::headers::{X_FORWARDED_HOST, add_forwarded, strip_hop_by_hop};
 use crate::http::upgrade;
@@ -23,7 +24,7 @@ pub fn admit<'r>(
     matched: &'r CompiledMatch,
     host: String,
     mut req: Request<Incoming>,
-) -> (RequestCtx<'r>, Incoming) {
+) -> RequestCtx<'r> {
     let connect = upgrade::extended_connect(&req);
     let over_h2 = connect.is_some();
     let upgrade = connect
@@ -49,7 +50,7 @@ pub fn admit<'r>(
     {
         parts.headers.insert(X_FORWARDED_CLIENT_CERT, value);
     }
-    let ctx = RequestCtx {
+    RequestCtx {
         path: parts.uri.path().to_string(),
         query: parts.uri.query().map(str::to_string),
         parts,
@@ -64,9 +65,9 @@ pub fn admit<'r>(
         upgrade,
         mirrors: Vec::new(),
         body_limit: None,
+        body: RequestBody::Unread(body),
         plan: ResponsePlan::default(),
-    };
-    (ctx, body)
+    }
 }
 
 /// After the stages: `X-Forwarded-*`, the `Host` the upstream gets (a
