@@ -150,3 +150,79 @@ async fn read(response: Response<Incoming>) -> Result<Answer, CheckError> {
         trailers,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coxswain_ir::{Cluster, Config, Endpoint, IR_VERSION, UpstreamProtocol};
+
+    use crate::breaker_metrics::BreakerMetrics;
+    use crate::cluster::ClusterSet;
+
+    fn clusters(endpoints: Vec<std::net::SocketAddr>) -> ClusterSet {
+        let config = Config {
+            ir_version: IR_VERSION,
+            sockets: Vec::new(),
+            clusters: vec![Cluster {
+                name: "auth".into(),
+                protocol: UpstreamProtocol::Http1,
+                endpoints: endpoints
+                    .into_iter()
+                    .map(|address| Endpoint { address })
+                    .collect(),
+                tls: None,
+                policy: None,
+                retry_budget: None,
+            }],
+            extensions: Vec::new(),
+        };
+        ClusterSet::compile(&config, None, &BreakerMetrics::default())
+    }
+
+    fn check() -> Request<ClientBody> {
+        let mut request = Request::new(ClientBody::from_bytes(Bytes::new()));
+        *request.uri_mut() = http::Uri::from_static("/");
+        request
+    }
+
+    /// A service that takes the connection and never answers: the check's
+    /// own timeout ends it (paused time: the runtime jumps to it once
+    /// nothing else can happen).
+    #[tokio::test(start_paused = true)]
+    async fn a_service_that_never_answers_times_out() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                open.push(stream);
+            }
+        });
+        let set = clusters(vec![addr]);
+        let cluster = set.get("auth").unwrap();
+        let upstreams = Upstreams::new(Duration::from_secs(60));
+        let started = tokio::time::Instant::now();
+        let timeout = Duration::from_secs(30);
+        let outcome = exchange(&upstreams, cluster, check(), timeout).await;
+        assert!(
+            matches!(outcome, Err(CheckError::TimedOut)),
+            "{:?}",
+            outcome.err()
+        );
+        assert!(started.elapsed() >= timeout);
+    }
+
+    #[tokio::test]
+    async fn a_cluster_without_endpoints_has_no_answer() {
+        let set = clusters(Vec::new());
+        let upstreams = Upstreams::new(Duration::from_secs(1));
+        let outcome = exchange(
+            &upstreams,
+            set.get("auth").unwrap(),
+            check(),
+            Duration::from_secs(1),
+        )
+        .await;
+        assert!(matches!(outcome, Err(CheckError::NoEndpoint)));
+    }
+}
