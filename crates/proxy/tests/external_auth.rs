@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use common::*;
 use coxswain_ir::{
     Cluster, Extension, ExtensionKind, ExtensionSpec, ExternalAuth, ExternalAuthProtocol, Filter,
-    UpstreamProtocol,
+    RouteKind, UpstreamProtocol,
 };
 use http::StatusCode;
 use hyper_util::client::legacy::Client;
@@ -110,14 +110,32 @@ async fn start(
     resources: Vec<(&str, ExternalAuth)>,
     rules: Vec<(&str, Vec<Filter>)>,
 ) -> (EchoBackend, u16, coxswain_proxy::Proxy) {
+    start_kind(service, resources, rules, RouteKind::Http).await
+}
+
+/// [`start`], the rules of a route of `kind` (a GRPCRoute's speak h2c to
+/// the echo backend).
+async fn start_kind(
+    service: &AuthService,
+    resources: Vec<(&str, ExternalAuth)>,
+    rules: Vec<(&str, Vec<Filter>)>,
+    kind: RouteKind,
+) -> (EchoBackend, u16, coxswain_proxy::Proxy) {
     let backend = echo_backend("echo").await;
     let port = free_port();
     let routes = rules
         .into_iter()
-        .map(|(path, filters)| rule_with(path, filters))
+        .map(|(path, filters)| {
+            let mut rule = rule_with(path, filters);
+            rule.id.kind = kind;
+            rule
+        })
         .collect();
     let extensions = resources.into_iter().map(|(n, a)| ext(n, a)).collect();
     let mut config = (*config_with_extensions(port, routes, backend.addr, extensions)).clone();
+    if kind == RouteKind::Grpc {
+        config.clusters = vec![h2c_cluster("echo", &[backend.addr])];
+    }
     let down: SocketAddr = ([127, 0, 0, 1], free_port()).into();
     config.clusters.extend([
         cluster("http", &[service.http]),
@@ -263,31 +281,39 @@ async fn a_slow_or_unreachable_service_fails_closed_or_open_but_no_endpoints_alw
 #[tokio::test]
 async fn two_checks_on_a_rule_must_both_allow_and_the_first_denial_answers() {
     let service = auth_service();
-    let mut second = auth(ExternalAuthProtocol::Http, "http");
-    // The second service sees the first's verdict header and the client's
-    // own: it allows only what the first allowed.
-    second.response_headers = vec!["x-auth-path".into()];
+    // Told `redirect`, forward-auth answers 302 and the gRPC Check 403:
+    // which answer comes back says which check asked first.
     let (backend, port, _proxy) = start(
         &service,
         vec![
             ("gateway", auth(ExternalAuthProtocol::Http, "http")),
-            ("route", second),
+            ("route", auth(ExternalAuthProtocol::Grpc, "grpc")),
         ],
-        vec![("/both", vec![check("gateway"), check("route")])],
+        vec![
+            // What a Gateway policy makes of a rule with its own check.
+            ("/both", vec![check("gateway"), check("route")]),
+            ("/reversed", vec![check("route"), check("gateway")]),
+        ],
     )
     .await;
     let reply = call(port, "/both", "allow").await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.json()["headers"]["x-auth-user"], "alice");
-    let denied = call(port, "/both", "unauth").await;
-    assert_eq!(denied.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        call(port, "/both", "redirect").await.status,
+        StatusCode::FOUND
+    );
+    assert_eq!(
+        call(port, "/reversed", "redirect").await.status,
+        StatusCode::FORBIDDEN
+    );
     assert_eq!(backend.hits.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
-async fn grpc_callers_get_grpc_statuses_for_denials() {
+async fn grpcroute_callers_get_grpc_statuses_for_denials() {
     let service = auth_service();
-    let (backend, port, _proxy) = start(
+    let (backend, port, _proxy) = start_kind(
         &service,
         vec![
             ("fwd", auth(ExternalAuthProtocol::Http, "http")),
@@ -297,6 +323,7 @@ async fn grpc_callers_get_grpc_statuses_for_denials() {
             ("/fwd", vec![check("fwd")]),
             ("/empty", vec![check("empty")]),
         ],
+        RouteKind::Grpc,
     )
     .await;
     let h2c: TestClient = Client::builder(TokioExecutor::new())
@@ -328,6 +355,7 @@ async fn grpc_callers_get_grpc_statuses_for_denials() {
     let allowed = send(&h2c, grpc("/fwd", "allow")).await;
     assert_eq!(allowed.status, StatusCode::OK);
     assert_eq!(allowed.json()["headers"]["x-auth-user"], "alice");
+    assert_eq!(allowed.json()["version"], "HTTP/2.0", "h2c to the backend");
 }
 
 #[tokio::test]
