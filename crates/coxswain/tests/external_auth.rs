@@ -221,6 +221,16 @@ spec:
     assert_eq!(curl_as("unauth", &gw.url("/hello")).0, 401);
     assert_eq!(curl_as("allow", &gw.url("/forward")).0, 200, "both allow");
     assert_eq!(ancestor(&gw, "gate").as_deref(), Some("True/Accepted"));
+    gw.config.write(
+        "gate2.yaml",
+        &std::fs::read_to_string(gw.config.path().join("gate.yaml"))
+            .unwrap()
+            .replace("name: gate\n", "name: gate2\n"),
+    );
+    wait_for("the second policy to be Conflicted", || {
+        ancestor(&gw, "gate2").as_deref() == Some("False/Conflicted")
+    });
+    assert_eq!(ancestor(&gw, "gate").as_deref(), Some("True/Accepted"));
 
     // No ready endpoints: both refuse, failClosed or not.
     gw.config

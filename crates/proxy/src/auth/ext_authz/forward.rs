@@ -3,7 +3,7 @@
 //! the listed ones) go to the service without a body. A 2xx allows; any
 //! other answer is the client's, with its headers and body.
 
-use http::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
+use http::header::{CONTENT_LENGTH, EXPECT, HOST, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderValue, Request};
 
 use super::{Answer, CompiledExternalAuth, Original, Verdict};
@@ -18,8 +18,11 @@ pub fn request(
     // The body goes as it is (when forwarded, the gateway buffered it:
     // its length is known again).
     for (name, value) in original.headers {
+        // The body's framing is the check's own; `Expect` asked the
+        // gateway, not the service.
         if name != CONTENT_LENGTH
             && name != TRANSFER_ENCODING
+            && name != EXPECT
             && name != HOST
             && auth.auth.sends_header(name.as_str())
         {
@@ -93,6 +96,7 @@ mod tests {
             ("authorization", "Bearer t"),
             ("cookie", "a=b"),
             ("content-length", "5"),
+            ("expect", "100-continue"),
             ("host", "other"),
         ]);
         let original = Original {
@@ -111,6 +115,7 @@ mod tests {
         assert_eq!(all.headers()["host"], "app.example");
         assert_eq!(all.headers()["cookie"], "a=b");
         assert!(all.headers().get("content-length").is_none(), "no body");
+        assert!(all.headers().get("expect").is_none());
         let some = request(&auth(&["authorization"], &[]), &original).unwrap();
         assert_eq!(some.headers()["authorization"], "Bearer t");
         assert!(some.headers().get("cookie").is_none());
