@@ -8,6 +8,7 @@
 //! does not parse, a Service (or port) that does not exist, or one in
 //! another namespace without a ReferenceGrant.
 
+use coxswain_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use coxswain_api::{CoxswainExternalAuth, ObjectKey, Snapshot};
 use coxswain_ir::{ExtensionSpec, ExternalAuth, ExternalAuthProtocol, RouteKind};
 
@@ -176,7 +177,6 @@ fn backend(
     } else {
         ""
     };
-    use coxswain_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     let target_port = match &service_port.target_port {
         Some(IntOrString::Int(p)) => Some(*p),
         Some(IntOrString::String(_)) => None,
