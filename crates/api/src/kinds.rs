@@ -266,6 +266,10 @@ kinds! {
         field: compressions, kind: "Compression", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: true,
     }
+    CoxswainExternalAuth: crate::CoxswainExternalAuth {
+        field: external_auths, kind: "CoxswainExternalAuth", group: "gateway.coxswain-labs.dev",
+        versions: ["v1alpha1"], cluster_scoped: false, route_input: true,
+    }
     IpAccessControl: crate::IpAccessControl {
         field: ip_access_controls, kind: "IpAccessControl", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: true,

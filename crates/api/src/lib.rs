@@ -35,8 +35,8 @@ pub use gateway_api::apis::experimental as gw;
 /// Coxswain's own CRD types.
 pub use coxswain_crds as crds;
 pub use coxswain_crds::{
-    BasicAuth, ClientTrafficPolicy, Compression, CoxswainBackendPolicy, IpAccessControl, JwtAuth,
-    PathRewriteRegex, RateLimit, RequestSizeLimit,
+    BasicAuth, ClientTrafficPolicy, Compression, CoxswainBackendPolicy, CoxswainExternalAuth,
+    IpAccessControl, JwtAuth, PathRewriteRegex, RateLimit, RequestSizeLimit,
 };
 /// BackendTLSPolicy is v1 (standard channel); the experimental module has none.
 pub use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;

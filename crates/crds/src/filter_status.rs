@@ -5,6 +5,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::PolicyAncestorStatus;
+
 /// `Accepted` (the spec is valid and enforced) and `ResolvedRefs` (the
 /// Secrets, ConfigMaps or Services it names exist and may be read).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -12,4 +14,8 @@ use serde::{Deserialize, Serialize};
 pub struct FilterStatus {
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// For a resource that is also a policy (CoxswainExternalAuth's
+    /// `targetRefs`): one entry per Gateway it targets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ancestors: Vec<PolicyAncestorStatus>,
 }

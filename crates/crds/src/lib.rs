@@ -19,6 +19,7 @@ mod backend_policy;
 mod basic_auth;
 mod client_traffic;
 mod compression;
+mod external_auth;
 mod filter_status;
 mod gateway_parameters;
 mod ip_access;
@@ -38,6 +39,10 @@ pub use client_traffic::{
     ClientTrafficTargetRef, ProxyProtocolConfig,
 };
 pub use compression::{Compression, CompressionSpec};
+pub use external_auth::{
+    CoxswainExternalAuth, CoxswainExternalAuthSpec, ExternalAuthBackendRef, ExternalAuthTargetRef,
+    ForwardBody,
+};
 pub use filter_status::FilterStatus;
 pub use gateway_parameters::{
     CoxswainGatewayParameters, CoxswainGatewayParametersSpec, ServiceTypeOverride,
@@ -73,6 +78,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         ClientTrafficPolicy::crd(),
         Compression::crd(),
         CoxswainBackendPolicy::crd(),
+        CoxswainExternalAuth::crd(),
         CoxswainGatewayParameters::crd(),
         IpAccessControl::crd(),
         JwtAuth::crd(),

@@ -46,6 +46,7 @@ fn crds_are_namespaced_in_our_group_with_a_schema() {
             "ClientTrafficPolicy",
             "Compression",
             "CoxswainBackendPolicy",
+            "CoxswainExternalAuth",
             "CoxswainGatewayParameters",
             "IpAccessControl",
             "JwtAuth",

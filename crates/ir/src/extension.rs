@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BasicAuth, Compression, IpCidr, JwtAuth};
+use crate::{BasicAuth, Compression, ExternalAuth, IpCidr, JwtAuth};
 
 /// The kinds of Coxswain filter resources (group
 /// `gateway.coxswain-labs.dev`).
@@ -15,6 +15,7 @@ use crate::{BasicAuth, Compression, IpCidr, JwtAuth};
 pub enum ExtensionKind {
     BasicAuth,
     Compression,
+    ExternalAuth,
     IpAccessControl,
     JwtAuth,
     PathRewriteRegex,
@@ -26,6 +27,7 @@ impl ExtensionKind {
     pub const ALL: &'static [ExtensionKind] = &[
         ExtensionKind::BasicAuth,
         ExtensionKind::Compression,
+        ExtensionKind::ExternalAuth,
         ExtensionKind::IpAccessControl,
         ExtensionKind::JwtAuth,
         ExtensionKind::PathRewriteRegex,
@@ -33,11 +35,21 @@ impl ExtensionKind {
         ExtensionKind::RequestSizeLimit,
     ];
 
+    /// The kind an ExtensionRef names: the resource's Kubernetes `kind`,
+    /// or the user guide's shorter name for it.
+    pub fn from_ref_kind(kind: &str) -> Option<ExtensionKind> {
+        if kind == "ExternalAuth" {
+            return Some(ExtensionKind::ExternalAuth);
+        }
+        Self::ALL.iter().copied().find(|k| k.as_str() == kind)
+    }
+
     /// The resource's Kubernetes `kind`.
     pub fn as_str(self) -> &'static str {
         match self {
             ExtensionKind::BasicAuth => "BasicAuth",
             ExtensionKind::Compression => "Compression",
+            ExtensionKind::ExternalAuth => "CoxswainExternalAuth",
             ExtensionKind::IpAccessControl => "IpAccessControl",
             ExtensionKind::JwtAuth => "JwtAuth",
             ExtensionKind::PathRewriteRegex => "PathRewriteRegex",
@@ -76,6 +88,7 @@ pub enum ExtensionSpec {
     /// with no encoding enabled is kept, and does nothing).
     Compression(Compression),
     JwtAuth(JwtAuth),
+    ExternalAuth(ExternalAuth),
     /// PathRewriteRegex: every match of `pattern` (validated, at most
     /// [`crate::MAX_REGEX_SIZE`] compiled) in the path becomes
     /// `substitution` (`$1`, `${name}` capture groups).
@@ -233,6 +246,23 @@ mod tests {
         a.xff_trusted_hops = 1;
         assert_eq!(a.client(peer, ["unknown"].into_iter()), None);
         assert_eq!(a.client(peer, std::iter::empty()), None);
+    }
+
+    #[test]
+    fn extension_refs_name_kinds_by_their_kind_or_the_guide_alias() {
+        assert_eq!(
+            ExtensionKind::from_ref_kind("CoxswainExternalAuth"),
+            Some(ExtensionKind::ExternalAuth)
+        );
+        assert_eq!(
+            ExtensionKind::from_ref_kind("ExternalAuth"),
+            Some(ExtensionKind::ExternalAuth)
+        );
+        assert_eq!(
+            ExtensionKind::from_ref_kind("JwtAuth"),
+            Some(ExtensionKind::JwtAuth)
+        );
+        assert_eq!(ExtensionKind::from_ref_kind("Nope"), None);
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod cidr;
 mod cluster;
 mod compression;
 mod extension;
+mod external_auth;
 mod feedback;
 mod filter;
 mod hostname;
@@ -47,6 +48,7 @@ pub use extension::{
     Extension, ExtensionKey, ExtensionKind, ExtensionSpec, GlobalRateLimit, IpAccess, RateLimit,
     RateLimitKey, StoreUnavailable,
 };
+pub use external_auth::{ExternalAuth, ExternalAuthProtocol};
 pub use feedback::UnboundSocket;
 pub use filter::{Cors, Filter, Header, HeaderModifier, Mirror, PathModifier, Redirect, Rewrite};
 pub use hostname::{Hostname, HostnameError};

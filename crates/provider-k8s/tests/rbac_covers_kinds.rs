@@ -65,6 +65,7 @@ fn every_kind_with_status_may_update_it() {
                 | Kind::BasicAuth
                 | Kind::ClientTrafficPolicy
                 | Kind::Compression
+                | Kind::CoxswainExternalAuth
                 | Kind::IpAccessControl
                 | Kind::JwtAuth
                 | Kind::PathRewriteRegex

@@ -32,7 +32,9 @@ pub fn build_config(
     memo: &mut Option<ClusterMemo>,
 ) -> Config {
     let mut sockets: BTreeMap<(Transport, IpAddr, u16), Vec<Listener>> = BTreeMap::new();
+    let gateway_auth = crate::extension::GatewayAuthIndex::new(snapshot);
     for (key, gw) in gateways {
+        let mandate = gateway_auth.for_gateway(key);
         let Ok(addresses) = &gw.addresses else {
             continue;
         };
@@ -60,7 +62,11 @@ pub fn build_config(
                 name: l.name.clone(),
                 hostname: l.hostname.clone(),
                 tls,
-                serve: serve(protocol, attached.into_iter().map(|a| a.route)),
+                serve: serve(
+                    protocol,
+                    attached.into_iter().map(|a| a.route),
+                    mandate.as_ref(),
+                ),
                 listener_set: match &l.owner {
                     ListenerOwner::Gateway => None,
                     ListenerOwner::ListenerSet(key) => Some(key.to_string()),
@@ -105,14 +111,20 @@ pub fn build_config(
 
     // Specs come only from rules attached to served listeners, so every one
     // of them is referenced by the IR; the map is already sorted by name.
+    // The authorization services those rules ask are clusters too.
+    let keys = extension_keys(&sockets);
+    let mut specs = cluster_specs.clone();
+    for spec in crate::extension::clusters(snapshot, &keys) {
+        specs.entry(spec.name.clone()).or_insert(spec);
+    }
     let clusters = clusters(
         snapshot,
-        cluster_specs,
+        &specs,
         (backend_tls, backend_policies, backend_traffic),
         memo,
     );
 
-    let extensions = crate::extension::table(snapshot, &extension_keys(&sockets));
+    let extensions = crate::extension::table(snapshot, &keys);
     Config {
         ir_version: IR_VERSION,
         sockets,
@@ -140,12 +152,25 @@ fn extension_keys(sockets: &[Socket]) -> BTreeSet<ExtensionKey> {
 }
 
 /// What a listener of `protocol` serves: its routes, in spec order. A
-/// listener only ever takes routes of its protocol's kind.
-fn serve(protocol: Protocol, routes: impl Iterator<Item = IrRoute>) -> Serve {
+/// listener only ever takes routes of its protocol's kind. The Gateway's
+/// CoxswainExternalAuth policy (`mandate`) goes first in every HTTP and
+/// gRPC rule's filters: checked before the rule's own, and never left out.
+fn serve(
+    protocol: Protocol,
+    routes: impl Iterator<Item = IrRoute>,
+    mandate: Option<&ExtensionKey>,
+) -> Serve {
     let (mut http, mut l4) = (Vec::new(), Vec::new());
     for route in routes {
         match route {
-            IrRoute::Http(r) => http.push(r),
+            IrRoute::Http(r) => http.push(match mandate {
+                Some(key) => {
+                    let mut route = (*r).clone();
+                    route.filters.insert(0, Filter::Extension(key.clone()));
+                    std::sync::Arc::new(route)
+                }
+                None => r,
+            }),
             IrRoute::L4(r) => l4.push(r),
         }
     }

@@ -152,12 +152,12 @@ impl Output {
             .backend_traffic_policies
             .values()
             .all(|s| s.ancestors.iter().all(|a| whole(&a.conditions)));
-        // Coxswain's filter kinds: accepted, with every reference resolved.
-        let filters = self
-            .statuses
-            .filters
-            .values()
-            .all(|s| ok(&s.conditions, &["Accepted", "ResolvedRefs"]));
+        // Coxswain's filter kinds: accepted, with every reference resolved,
+        // and (as a Gateway policy) accepted by every Gateway it targets.
+        let filters = self.statuses.filters.values().all(|s| {
+            ok(&s.conditions, &["Accepted", "ResolvedRefs"])
+                && s.ancestors.iter().all(|a| whole(&a.conditions))
+        });
         let client_traffic = self
             .statuses
             .client_traffic_policies

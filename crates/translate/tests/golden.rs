@@ -224,6 +224,7 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "ipaccesscontrol",
                 "basicauth",
                 "compression",
+                "externalauth",
                 "jwtauth",
                 "pathrewriteregex",
                 "ratelimit",

@@ -55,12 +55,22 @@ fn merge_optional(
     desired.map(|d| merge_conditions(live.map(Vec::as_slice).unwrap_or_default(), d))
 }
 
-/// A Coxswain filter resource's status: ours alone, conditions merged.
-pub fn merge_filter(live: Option<&FilterStatus>, desired: FilterStatus) -> FilterStatus {
+/// A Coxswain filter resource's status: its conditions ours alone,
+/// merged; its ancestors (a policy's Gateways) shared like a policy's.
+pub fn merge_filter(
+    live: Option<&FilterStatus>,
+    desired: FilterStatus,
+    controller_name: &str,
+) -> FilterStatus {
     FilterStatus {
         conditions: merge_conditions(
             live.map(|l| l.conditions.as_slice()).unwrap_or_default(),
             desired.conditions,
+        ),
+        ancestors: merge_ancestors(
+            live.map(|l| l.ancestors.as_slice()).unwrap_or_default(),
+            desired.ancestors,
+            controller_name,
         ),
     }
 }

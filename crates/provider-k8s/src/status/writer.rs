@@ -145,7 +145,11 @@ macro_rules! write_filters {
                 continue;
             }
             if let Some(live) = $job.snapshot.$field.get(key) {
-                let merged = merge_filter(live.status.as_ref(), desired.clone());
+                let merged = merge_filter(
+                    live.status.as_ref(),
+                    desired.clone(),
+                    &$plan.config.controller_name,
+                );
                 let api = Api::namespaced($client.clone(), &key.namespace);
                 $plan.write(
                     kind.name(),
@@ -269,6 +273,7 @@ async fn pass(
     );
     write_filters!(plan, client, job, basic_auths, BasicAuth);
     write_filters!(plan, client, job, compressions, Compression);
+    write_filters!(plan, client, job, external_auths, CoxswainExternalAuth);
     write_filters!(plan, client, job, ip_access_controls, IpAccessControl);
     write_filters!(plan, client, job, jwt_auths, JwtAuth);
     write_filters!(plan, client, job, path_rewrite_regexes, PathRewriteRegex);

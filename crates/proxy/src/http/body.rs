@@ -92,6 +92,11 @@ impl ClientBody {
                 let source = Source::Copy(receiver);
                 (ClientBody { source }, Some(cut))
             }
+            // Known whole (read by a check): the copy is the same bytes.
+            Source::Kept(Some(bytes)) => {
+                let source = Source::Kept(Some(bytes.clone()));
+                (ClientBody { source }, None)
+            }
             _ => {
                 let source = Source::Empty;
                 (ClientBody { source }, None)
@@ -110,6 +115,11 @@ const TOO_LARGE: u8 = 2;
 pub struct ClientBodyState(Arc<AtomicU8>);
 
 impl ClientBodyState {
+    /// The state of a body known whole and within its limits.
+    pub fn intact() -> Self {
+        ClientBodyState(Arc::new(AtomicU8::new(INTACT)))
+    }
+
     pub fn broken(&self) -> bool {
         self.0.load(Ordering::Relaxed) == BROKEN
     }

@@ -8,8 +8,10 @@ use http::{HeaderName, HeaderValue};
 use hyper::upgrade::OnUpgrade;
 
 use super::compression::CompressionPlan;
+use super::request_body::RequestBody;
 use crate::mirror::MirrorFilter;
 use crate::router::CompiledMatch;
+use crate::upstream::Upstreams;
 
 /// An upgrade the client asked for (WebSocket), to be relayed once the
 /// backend agrees.
@@ -31,6 +33,8 @@ pub struct RequestCtx<'r> {
     pub matched: &'r CompiledMatch,
     pub client: IpAddr,
     pub listener_port: u16,
+    /// The upstream clients, for stages that call a service themselves.
+    pub upstreams: &'r Upstreams,
     /// `http` or `https`: how the request arrived.
     pub scheme: &'static str,
     /// The Host the client asked for, normalised.
@@ -50,6 +54,8 @@ pub struct RequestCtx<'r> {
     /// The claims of the token a JwtAuth stage verified (the limits phase
     /// keys buckets on them); boxed, most requests have none.
     pub claims: Option<Box<serde_json::Map<String, serde_json::Value>>>,
+    /// Unread unless a stage needed it whole.
+    pub body: RequestBody,
     pub plan: ResponsePlan,
 }
 

@@ -10,6 +10,7 @@ use coxswain_ir::{Config, ExtensionKey, ExtensionSpec, IpAccess};
 
 use super::compression::CompressionPolicy;
 use super::rate_limit::{CompiledRateLimit, StoreClients};
+use crate::auth::ext_authz::CompiledExternalAuth;
 use crate::auth::jwt::CompiledJwtAuth;
 use crate::auth::password::UserTable;
 
@@ -20,6 +21,8 @@ pub enum CompiledExtension {
     BasicAuth(UserTable),
     Compression(Arc<CompressionPolicy>),
     JwtAuth(CompiledJwtAuth),
+    /// Its cluster is looked up by the rules using it (as a mirror's is).
+    ExternalAuth(Arc<CompiledExternalAuth>),
     PathRewrite {
         regex: regex::Regex,
         substitution: String,
@@ -57,6 +60,9 @@ impl CompiledExtension {
                     reason,
                 },
             },
+            ExtensionSpec::ExternalAuth(auth) => {
+                CompiledExtension::ExternalAuth(Arc::new(CompiledExternalAuth::compile(auth)))
+            }
             ExtensionSpec::PathRewrite {
                 pattern,
                 substitution,

@@ -7,6 +7,7 @@ use http::{HeaderValue, Request};
 use hyper::body::Incoming;
 
 use super::context::{Outbound, RequestCtx, ResponsePlan, UpgradeRequest};
+use super::request_body::RequestBody;
 use crate::handler::{ConnInfo, Shared};
 use crate::http::headers::{X_FORWARDED_HOST, add_forwarded, strip_hop_by_hop};
 use crate::http::upgrade;
@@ -18,12 +19,12 @@ use crate::router::CompiledMatch;
 /// its own headers, never one the gateway sets), an upgrade kept aside,
 /// and the client certificate spoken for by the gateway alone.
 pub fn admit<'r>(
-    shared: &Shared,
+    shared: &'r Shared,
     conn: &ConnInfo,
     matched: &'r CompiledMatch,
     host: String,
     mut req: Request<Incoming>,
-) -> (RequestCtx<'r>, Incoming) {
+) -> RequestCtx<'r> {
     let connect = upgrade::extended_connect(&req);
     let over_h2 = connect.is_some();
     let upgrade = connect
@@ -49,13 +50,14 @@ pub fn admit<'r>(
     {
         parts.headers.insert(X_FORWARDED_CLIENT_CERT, value);
     }
-    let ctx = RequestCtx {
+    RequestCtx {
         path: parts.uri.path().to_string(),
         query: parts.uri.query().map(str::to_string),
         parts,
         matched,
         client: conn.client.ip(),
         listener_port: conn.socket.port(),
+        upstreams: &shared.upstreams,
         scheme: conn.scheme(),
         host,
         new_host: None,
@@ -64,9 +66,9 @@ pub fn admit<'r>(
         mirrors: Vec::new(),
         body_limit: None,
         claims: None,
+        body: RequestBody::Unread(body),
         plan: ResponsePlan::default(),
-    };
-    (ctx, body)
+    }
 }
 
 /// After the stages: `X-Forwarded-*`, the `Host` the upstream gets (a

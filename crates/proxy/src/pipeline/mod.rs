@@ -7,7 +7,7 @@
 //! | hygiene | hop-by-hop strip, upgrade kept, `x-forwarded-client-cert` | before any filter: a client's `Connection` list can only name its own headers, and only the gateway speaks for the client certificate |
 //! | network | IpAccessControl; filters that cannot be applied (a missing ExtensionRef) refuse every request | who may send requests here at all, before any work is spent |
 //! | admission | CORS preflight | a browser's preflight carries no credentials, so it is answered before authentication |
-//! | authn | BasicAuth (401 with a challenge), JwtAuth (401 with a `Bearer` challenge, 503 without keys; claims to request headers and to the request context for the limits phase) | who the client is, before anything spends work on it |
+//! | authn | CoxswainExternalAuth (the authorization service's denial, 503 when it cannot answer, 413 past its body cap; a Gateway's policy before the rule's own), BasicAuth (401 with a challenge), JwtAuth (401 with a `Bearer` challenge, 503 without keys; claims to request headers and to the request context for the limits phase) | who the client is, before anything spends work on it |
 //! | authz | (authorisation filters) | needs the identity |
 //! | limits | RateLimit (429 with `Retry-After`, `RateLimit` headers on every answer; global mode awaits its Redis store, 503 or admitted when it is away; a JwtClaim key reads the claims JwtAuth verified), RequestSizeLimit (413 on a `Content-Length` past the limit; a streamed body is cut off where it passes it) | counted per identity, after refusals |
 //! | transforms | request header edits, URL rewrite, PathRewriteRegex, redirect, mirror sampling, Compression (the coding the client accepts, recorded for the response) | what the upstream (or the redirect) sees; a redirect answers only an admitted request |
@@ -24,6 +24,7 @@ mod compression;
 mod context;
 mod cors;
 pub mod extensions;
+mod external_auth;
 pub mod headers;
 mod hygiene;
 mod ip_access;
@@ -32,6 +33,7 @@ mod mirror;
 mod path_rewrite;
 mod rate_limit;
 mod redirect;
+mod request_body;
 mod response;
 mod rewrite;
 mod size_limit;
@@ -42,15 +44,15 @@ use std::sync::Arc;
 
 use http::header::CONNECTION;
 use http::{HeaderValue, Request, Response, StatusCode, Version};
-use http_body::Body as _;
 use hyper::body::Incoming;
 
 use crate::backend_tls::BackendIdentity;
 use crate::handler::{ConnInfo, Shared};
-use crate::http::body::{ClientBody, ProxyBody, plain};
+use crate::http::body::{ClientBody, ClientBodyState, ProxyBody, plain};
 use crate::metrics::StatusCounters;
 use crate::route::CompiledRoute;
 use crate::router::CompiledMatch;
+use request_body::RequestBody;
 
 pub use stage::{RequestStages, compile as compile_stages};
 
@@ -79,7 +81,7 @@ impl<'r> Forwarded<'r> {
 
 /// Runs `req` through `route`'s pipeline.
 pub async fn serve<'r>(
-    shared: &Shared,
+    shared: &'r Shared,
     conn: ConnInfo,
     route: &'r CompiledRoute,
     matched: &'r CompiledMatch,
@@ -87,10 +89,10 @@ pub async fn serve<'r>(
     host: String,
     req: Request<Incoming>,
 ) -> Forwarded<'r> {
-    let (mut ctx, body) = hygiene::admit(shared, &conn, matched, host, req);
+    let mut ctx = hygiene::admit(shared, &conn, matched, host, req);
     let http1 = ctx.parts.version < Version::HTTP_2;
     if let Flow::Answer(mut response) = route.stages.run(&mut ctx).await {
-        if http1 && !body.is_end_stream() {
+        if http1 && !ctx.body.is_end_stream() {
             unread_body(&conn, &mut response);
         }
         return Forwarded {
@@ -98,8 +100,28 @@ pub async fn serve<'r>(
             counters: &route.local_counters,
         };
     }
+    let body = std::mem::replace(&mut ctx.body, RequestBody::Broken);
     let out = hygiene::forwarding(shared, &conn, ctx);
-    let (mut body, client_body) = ClientBody::new(body, out.body_limit);
+    let (mut body, client_body) = match body {
+        RequestBody::Unread(incoming) => ClientBody::new(incoming, out.body_limit),
+        // Read whole by a check: the upstream gets the same bytes.
+        RequestBody::Whole(bytes) if out.body_limit.is_none_or(|l| bytes.len() as u64 <= l) => {
+            (ClientBody::from_bytes(bytes), ClientBodyState::intact())
+        }
+        RequestBody::Whole(_) | RequestBody::TooLarge { .. } => {
+            let mut response = plain(StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n");
+            if http1 {
+                unread_body(&conn, &mut response);
+            }
+            return Forwarded {
+                response,
+                counters: &route.local_counters,
+            };
+        }
+        RequestBody::Broken => {
+            return Forwarded::local(route, StatusCode::BAD_REQUEST, "bad request body\n");
+        }
+    };
     let state = client_body.clone();
     mirror::send_copies(shared, route, &out, backend_identity, &mut body);
     let mut forwarded = upstream::forward(

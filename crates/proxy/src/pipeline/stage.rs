@@ -3,21 +3,23 @@
 
 use std::sync::Arc;
 
-use coxswain_ir::{Filter, Redirect, Rewrite};
+use coxswain_ir::{BackendTarget, Filter, Redirect, Rewrite};
 use http::StatusCode;
 
 use super::context::RequestCtx;
 use super::extensions::{CompiledExtension, ExtensionSet, broken_status};
 use super::rate_limit::RuleLimit;
 use super::{
-    Flow, basic_auth, compression, cors, headers, ip_access, jwt_auth, path_rewrite, rate_limit,
-    redirect, rewrite, size_limit,
+    Flow, basic_auth, compression, cors, external_auth, headers, ip_access, jwt_auth, path_rewrite,
+    rate_limit, redirect, rewrite, size_limit,
 };
+use crate::auth::ext_authz::CompiledExternalAuth;
 use crate::cluster::ClusterSet;
 use crate::http::body::plain;
 use crate::http::cors::CorsPolicy;
 use crate::metrics::Metrics;
 use crate::mirror::MirrorFilter;
+use crate::route::Target;
 use headers::HeaderEdits;
 
 /// The fixed order of the request path (see the module table in
@@ -44,6 +46,11 @@ pub enum RequestStage {
     Extension(Arc<CompiledExtension>),
     /// A RateLimit resource, with the rule's own share of its buckets.
     RateLimit(RuleLimit),
+    /// A CoxswainExternalAuth resource and its service's cluster.
+    ExternalAuth {
+        auth: Arc<CompiledExternalAuth>,
+        target: Target,
+    },
     /// CORS: a preflight is answered here; an allowed origin's request
     /// gets its response headers planned.
     Cors(CorsPolicy),
@@ -59,7 +66,9 @@ impl RequestStage {
             RequestStage::Deny(_) => Phase::Network,
             RequestStage::Extension(e) => match &**e {
                 CompiledExtension::IpAccess(_) | CompiledExtension::Broken { .. } => Phase::Network,
-                CompiledExtension::BasicAuth(_) | CompiledExtension::JwtAuth(_) => Phase::Authn,
+                CompiledExtension::BasicAuth(_)
+                | CompiledExtension::JwtAuth(_)
+                | CompiledExtension::ExternalAuth(_) => Phase::Authn,
                 CompiledExtension::SizeLimit { .. } | CompiledExtension::RateLimit(_) => {
                     Phase::Limits
                 }
@@ -68,6 +77,7 @@ impl RequestStage {
                 | CompiledExtension::Inactive => Phase::Transforms,
             },
             RequestStage::RateLimit(_) => Phase::Limits,
+            RequestStage::ExternalAuth { .. } => Phase::Authn,
             RequestStage::Cors(_) => Phase::Admission,
             RequestStage::RequestHeaders(_)
             | RequestStage::Rewrite(_)
@@ -96,8 +106,10 @@ impl RequestStage {
                     substitution,
                 } => path_rewrite::apply(regex, substitution, ctx),
                 CompiledExtension::Compression(policy) => compression::plan(policy, ctx),
-                // Compiled to RequestStage::RateLimit; nothing to do here.
-                CompiledExtension::RateLimit(_) | CompiledExtension::Inactive => Flow::Next,
+                // Compiled to their own stages; nothing to do here.
+                CompiledExtension::RateLimit(_)
+                | CompiledExtension::ExternalAuth(_)
+                | CompiledExtension::Inactive => Flow::Next,
                 CompiledExtension::Broken { status, reason } => {
                     tracing::debug!(%reason, "filter cannot be enforced");
                     Flow::Answer(plain(*status, "filter unavailable\n"))
@@ -109,6 +121,10 @@ impl RequestStage {
                 Box::pin(rate_limit::admit_global(rule, ctx)).await
             }
             RequestStage::RateLimit(rule) => rate_limit::admit(rule, ctx),
+            // Boxed: only requests to these rules carry its future.
+            RequestStage::ExternalAuth { auth, target } => {
+                Box::pin(external_auth::admit(auth, target, ctx)).await
+            }
             RequestStage::Cors(policy) => cors::admit(policy, ctx),
             RequestStage::RequestHeaders(edits) => {
                 edits.apply(&mut ctx.parts.headers);
@@ -184,6 +200,13 @@ pub fn compile(
                         CompiledExtension::RateLimit(limit) => RequestStage::RateLimit(
                             RuleLimit::new(limit.clone(), label, metrics.rate_limit_store.clone()),
                         ),
+                        CompiledExtension::ExternalAuth(auth) => RequestStage::ExternalAuth {
+                            target: Target::resolve(
+                                &BackendTarget::Cluster(auth.auth.cluster.clone()),
+                                clusters,
+                            ),
+                            auth: auth.clone(),
+                        },
                         _ => RequestStage::Extension(e.clone()),
                     }
                 }

@@ -17,6 +17,8 @@
 
 mod basic_auth;
 mod compression;
+mod external_auth;
+mod gateway_auth;
 mod htpasswd;
 mod ip_access;
 mod jwt_auth;
@@ -33,6 +35,7 @@ use coxswain_ir::{Extension, ExtensionKey, ExtensionKind, ExtensionSpec, Filter,
 use crate::Options;
 use crate::conditions::{Cond, Reason, Stamp};
 use crate::route::backends::Unresolved;
+pub use gateway_auth::GatewayAuthIndex;
 
 /// The API group of Coxswain's resources.
 pub const GROUP: &str = "gateway.coxswain-labs.dev";
@@ -42,6 +45,7 @@ pub fn api_kind(kind: ExtensionKind) -> Kind {
     match kind {
         ExtensionKind::BasicAuth => Kind::BasicAuth,
         ExtensionKind::Compression => Kind::Compression,
+        ExtensionKind::ExternalAuth => Kind::CoxswainExternalAuth,
         ExtensionKind::IpAccessControl => Kind::IpAccessControl,
         ExtensionKind::JwtAuth => Kind::JwtAuth,
         ExtensionKind::PathRewriteRegex => Kind::PathRewriteRegex,
@@ -58,6 +62,9 @@ fn applies_to_grpc(kind: ExtensionKind) -> bool {
         // gRPC has its own message compression (grpc-encoding); a gRPC
         // response is never compressed here anyway.
         ExtensionKind::Compression => false,
+        // Unlike the user guide (not yet for GRPCRoute): denials become
+        // gRPC statuses like every local answer.
+        ExtensionKind::ExternalAuth => true,
         ExtensionKind::IpAccessControl => true,
         // Bearer tokens are how gRPC clients authenticate.
         ExtensionKind::JwtAuth => true,
@@ -96,12 +103,7 @@ pub fn resolve_ref(
         )
     };
     let found = (group == GROUP)
-        .then(|| {
-            ExtensionKind::ALL
-                .iter()
-                .copied()
-                .find(|k| k.as_str() == kind)
-        })
+        .then(|| ExtensionKind::from_ref_kind(kind))
         .flatten();
     let Some(extension_kind) = found else {
         return deny(
@@ -136,6 +138,7 @@ fn exists(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> bool {
     match kind {
         ExtensionKind::BasicAuth => snapshot.basic_auths.contains_key(key),
         ExtensionKind::Compression => snapshot.compressions.contains_key(key),
+        ExtensionKind::ExternalAuth => snapshot.external_auths.contains_key(key),
         ExtensionKind::IpAccessControl => snapshot.ip_access_controls.contains_key(key),
         ExtensionKind::JwtAuth => snapshot.jwt_auths.contains_key(key),
         ExtensionKind::PathRewriteRegex => snapshot.path_rewrite_regexes.contains_key(key),
@@ -160,6 +163,10 @@ fn resolve(snapshot: &Snapshot, kind: ExtensionKind, key: &ObjectKey) -> Option<
             .compressions
             .get(key)
             .map(|cr| compression::resolve(cr)),
+        ExtensionKind::ExternalAuth => snapshot
+            .external_auths
+            .get(key)
+            .map(|cr| external_auth::resolve(snapshot, cr)),
         ExtensionKind::IpAccessControl => snapshot
             .ip_access_controls
             .get(key)
@@ -205,12 +212,29 @@ pub fn table(snapshot: &Snapshot, keys: &BTreeSet<ExtensionKey>) -> Vec<Extensio
         .collect()
 }
 
+/// The clusters the resources `keys` send to (the external authorization
+/// services), by name.
+pub fn clusters(
+    snapshot: &Snapshot,
+    keys: &BTreeSet<ExtensionKey>,
+) -> impl Iterator<Item = crate::route::ClusterSpec> {
+    keys.iter()
+        .filter(|key| key.kind == ExtensionKind::ExternalAuth)
+        .filter_map(|key| {
+            let cr = snapshot
+                .external_auths
+                .get(&ObjectKey::new(&key.namespace, &key.name))?;
+            external_auth::cluster(snapshot, cr)
+        })
+}
+
 /// The status of every filter resource in the snapshot.
 pub fn statuses(
     snapshot: &Snapshot,
     options: &Options,
 ) -> BTreeMap<(Kind, ObjectKey), FilterStatus> {
     let mut out = BTreeMap::new();
+    let gateway_auth = GatewayAuthIndex::new(snapshot);
     for kind in ExtensionKind::ALL {
         for (key, generation) in objects(snapshot, *kind) {
             let Some(resolved) = resolve(snapshot, *kind, &key) else {
@@ -220,10 +244,20 @@ pub fn statuses(
                 generation,
                 now: &options.now,
             };
+            let ancestors = match snapshot.external_auths.get(&key) {
+                Some(cr) if *kind == ExtensionKind::ExternalAuth => gateway_auth.ancestors(
+                    snapshot,
+                    (&key, cr),
+                    resolved.conditions.first(),
+                    (&stamp, &options.controller_name),
+                ),
+                _ => Vec::new(),
+            };
             out.insert(
                 (api_kind(*kind), key),
                 FilterStatus {
                     conditions: stamp.all(resolved.conditions),
+                    ancestors,
                 },
             );
         }
@@ -241,6 +275,11 @@ fn objects(snapshot: &Snapshot, kind: ExtensionKind) -> Vec<(ObjectKey, Option<i
             .collect(),
         ExtensionKind::Compression => snapshot
             .compressions
+            .iter()
+            .map(|(k, o)| (k.clone(), o.metadata.generation))
+            .collect(),
+        ExtensionKind::ExternalAuth => snapshot
+            .external_auths
             .iter()
             .map(|(k, o)| (k.clone(), o.metadata.generation))
             .collect(),

@@ -55,7 +55,7 @@ pub type Unresolved = (Reason, String);
 /// How the gateway speaks to a Service port of `app_protocol` for a route
 /// of `route_kind`: the HTTP version, and whether over TLS (the port's
 /// BackendTLSPolicy then says how to verify it).
-fn upstream_protocol(
+pub(crate) fn upstream_protocol(
     route_kind: RouteKind,
     app_protocol: Option<&str>,
 ) -> Result<(UpstreamProtocol, bool), String> {

@@ -121,7 +121,9 @@ fn select_scope<'a>(
                 .find(|l| l.get("name").and_then(Value::as_str) == Some(listener))
         }));
     }
-    if kind.ends_with("Policy") {
+    // A filter resource that is also a policy (CoxswainExternalAuth) has
+    // ancestors too, selected by name.
+    if kind.ends_with("Policy") || selectors.ancestor.is_some() {
         let ancestors = status
             .get("ancestors")
             .and_then(Value::as_array)

@@ -1,0 +1,123 @@
+//! CoxswainExternalAuth as a Gateway policy (`spec.targetRefs`): the
+//! resource applies to every route rule on the Gateways it targets, as if
+//! each rule listed it first among its filters. So it runs before the
+//! rule's own checks (the pipeline keeps spec order within a phase), both
+//! must allow, and no rule can leave it out.
+//!
+//! Two resources targeting one Gateway conflict: the older
+//! (creationTimestamp, then namespace/name) wins, the other is
+//! `Accepted=False Conflicted` in that Gateway's `status.ancestors` entry.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use coxswain_api::crds::{ExternalAuthTargetRef, PolicyAncestorRef, PolicyAncestorStatus};
+use coxswain_api::{CoxswainExternalAuth, GATEWAY_GROUP, ObjectKey, Snapshot};
+use coxswain_ir::{ExtensionKey, ExtensionKind};
+
+use crate::conditions::{Cond, ConditionType, Reason, Stamp};
+use crate::policy::backend_tls::MAX_ANCESTORS;
+
+/// Which resource each Gateway gets.
+pub struct GatewayAuthIndex {
+    winners: BTreeMap<ObjectKey, ObjectKey>,
+}
+
+fn is_gateway(target: &ExternalAuthTargetRef) -> bool {
+    target.group == GATEWAY_GROUP && target.kind == "Gateway"
+}
+
+impl GatewayAuthIndex {
+    pub fn new(snapshot: &Snapshot) -> Self {
+        let mut winners = BTreeMap::new();
+        for (key, cr) in crate::policy::oldest_first(&snapshot.external_auths) {
+            for target in cr.spec.target_refs.iter().filter(|t| is_gateway(t)) {
+                winners
+                    .entry(ObjectKey::new(&key.namespace, &target.name))
+                    .or_insert_with(|| key.clone());
+            }
+        }
+        GatewayAuthIndex { winners }
+    }
+
+    /// The resource every route on `gateway` is checked by.
+    pub fn for_gateway(&self, gateway: &ObjectKey) -> Option<ExtensionKey> {
+        self.winners.get(gateway).map(|key| ExtensionKey {
+            kind: ExtensionKind::ExternalAuth,
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+        })
+    }
+
+    /// The resource's `status.ancestors`: one entry per targeted Gateway.
+    /// `accepted` is the resource's own Accepted condition (an entry that
+    /// applies says what the resource is).
+    pub fn ancestors(
+        &self,
+        snapshot: &Snapshot,
+        (key, cr): (&ObjectKey, &CoxswainExternalAuth),
+        accepted: Option<&Cond>,
+        (stamp, controller_name): (&Stamp<'_>, &str),
+    ) -> Vec<PolicyAncestorStatus> {
+        let mut seen = BTreeSet::new();
+        cr.spec
+            .target_refs
+            .iter()
+            .filter(|t| seen.insert((t.group.clone(), t.kind.clone(), t.name.clone())))
+            .take(MAX_ANCESTORS)
+            .map(|target| PolicyAncestorStatus {
+                ancestor_ref: PolicyAncestorRef {
+                    group: target.group.clone(),
+                    kind: target.kind.clone(),
+                    name: target.name.clone(),
+                    namespace: Some(key.namespace.clone()),
+                },
+                controller_name: controller_name.to_string(),
+                conditions: stamp.all(vec![self.condition(snapshot, key, target, accepted)]),
+            })
+            .collect()
+    }
+
+    fn condition(
+        &self,
+        snapshot: &Snapshot,
+        key: &ObjectKey,
+        target: &ExternalAuthTargetRef,
+        accepted: Option<&Cond>,
+    ) -> Cond {
+        let rejected =
+            |reason, message: String| Cond::new(ConditionType::Accepted, false, reason, message);
+        if !is_gateway(target) {
+            return rejected(
+                Reason::Invalid,
+                format!(
+                    "targetRef {}/{} {:?}: only Gateways ({GATEWAY_GROUP}) can be targets",
+                    target.group, target.kind, target.name
+                ),
+            );
+        }
+        let gateway = ObjectKey::new(&key.namespace, &target.name);
+        if !snapshot.gateways.contains_key(&gateway) {
+            return rejected(
+                Reason::TargetNotFound,
+                format!("Gateway {gateway} does not exist"),
+            );
+        }
+        match self.winners.get(&gateway) {
+            Some(winner) if winner != key => rejected(
+                Reason::Conflicted,
+                format!(
+                    "Gateway {gateway} already has CoxswainExternalAuth {winner}, which is older"
+                ),
+            ),
+            _ => match accepted {
+                Some(c) if !c.status => c.clone(),
+                _ => Cond::new(
+                    ConditionType::Accepted,
+                    true,
+                    Reason::Accepted,
+                    format!("every route on Gateway {gateway} is checked, before its own filters"),
+                ),
+            },
+        }
+    }
+}
