@@ -64,6 +64,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         scenarios_filters::filters_enforced_and_reported,
     ),
     (
+        "client_traffic_policy_reported",
+        scenarios_filters::client_traffic_policy_reported,
+    ),
+    (
         "noop_reapply_keeps_status",
         scenarios_status::noop_reapply_keeps_status,
     ),

@@ -72,6 +72,25 @@ spec:
   gzip: true
   types: [no-slash]
 ---
+apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: CoxswainExternalAuth
+metadata:
+  name: e2e-authz
+  namespace: {NS}
+spec:
+  protocol: HTTP
+  backendRef: {{name: echo, port: 80}}
+  timeout: 2s
+---
+apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: CoxswainExternalAuth
+metadata:
+  name: e2e-authz-nowhere
+  namespace: {NS}
+spec:
+  protocol: HTTP
+  backendRef: {{name: no-such-service, port: 80}}
+---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata:
@@ -93,6 +112,20 @@ spec:
       filters:
         - type: ExtensionRef
           extensionRef: {{group: gateway.coxswain-labs.dev, kind: IpAccessControl, name: e2e-deny-all}}
+      backendRefs:
+        - {{name: echo, port: 80}}
+    - matches:
+        - path: {{type: PathPrefix, value: /authz}}
+      filters:
+        - type: ExtensionRef
+          extensionRef: {{group: gateway.coxswain-labs.dev, kind: CoxswainExternalAuth, name: e2e-authz}}
+      backendRefs:
+        - {{name: echo, port: 80}}
+    - matches:
+        - path: {{type: PathPrefix, value: /nowhere}}
+      filters:
+        - type: ExtensionRef
+          extensionRef: {{group: gateway.coxswain-labs.dev, kind: CoxswainExternalAuth, name: e2e-authz-nowhere}}
       backendRefs:
         - {{name: echo, port: 80}}
     - matches:
@@ -163,6 +196,11 @@ pub fn filters_enforced_and_reported(env: &mut Env) -> anyhow::Result<()> {
     wait_status(env, "/denied", 403)?;
     // An ExtensionRef that resolves to nothing is never skipped.
     wait_status(env, "/missing", 500)?;
+    // The authorization service (echo answers 200: allowed) is a Service
+    // resolved to its pods like any backend; one with no Service fails
+    // closed.
+    wait_status(env, "/authz", 200)?;
+    wait_status(env, "/nowhere", 503)?;
 
     wait_condition(
         env,
@@ -185,6 +223,20 @@ pub fn filters_enforced_and_reported(env: &mut Env) -> anyhow::Result<()> {
         "Accepted",
         ("True", "Accepted"),
     )?;
+    wait_condition(
+        env,
+        "coxswainexternalauths",
+        "e2e-authz",
+        "Accepted",
+        ("True", "Accepted"),
+    )?;
+    wait_condition(
+        env,
+        "coxswainexternalauths",
+        "e2e-authz-nowhere",
+        "ResolvedRefs",
+        ("False", "BackendNotFound"),
+    )?;
     // Compression fails open while invalid (a media type the schema cannot
     // rule out), and says so.
     wait_condition(
@@ -203,7 +255,7 @@ pub fn filters_enforced_and_reported(env: &mut Env) -> anyhow::Result<()> {
     let followed = rotated.elapsed();
     wait_auth(env, "/guarded", FIRST.1, 401)?;
     println!(
-        "    401 without credentials, 403 denied, 500 for a missing filter; rotated password served {:.0} ms after the Secret apply",
+        "    401 without credentials, 403 denied, 500 for a missing filter, ext-auth allowed and 503 without its Service; rotated password served {:.0} ms after the Secret apply",
         followed.as_secs_f64() * 1e3
     );
 
@@ -216,7 +268,46 @@ pub fn filters_enforced_and_reported(env: &mut Env) -> anyhow::Result<()> {
         "basicauth/e2e-basic",
         "ipaccesscontrol/e2e-deny-all",
         "compression/e2e-bad-type",
+        "coxswainexternalauth/e2e-authz",
+        "coxswainexternalauth/e2e-authz-nowhere",
         "secret/e2e-htpasswd",
     ])?;
+    Ok(())
+}
+
+const CLIENT_TRAFFIC: &str = r#"apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: ClientTrafficPolicy
+metadata:
+  name: e2e-proxy-protocol
+  namespace: coxswain-demo
+spec:
+  targetRefs:
+    - {group: gateway.networking.k8s.io, kind: Gateway, name: demo}
+  proxyProtocol: {optional: true}
+"#;
+
+/// A ClientTrafficPolicy on the demo Gateway: its ancestor status is
+/// written back, and with `optional: true` clients without a PROXY header
+/// are still served.
+pub fn client_traffic_policy_reported(env: &mut Env) -> anyhow::Result<()> {
+    ensure_demo(env)?;
+    env.admin.apply(CLIENT_TRAFFIC)?;
+    poll::until("ClientTrafficPolicy accepted for Gateway demo", CAP, || {
+        let policy =
+            env.admin
+                .get_json(&["-n", NS, "clienttrafficpolicies", "e2e-proxy-protocol"])?;
+        let ancestor = &policy["status"]["ancestors"][0];
+        let state = condition_state(&ancestor["conditions"], "Accepted");
+        let named = ancestor["ancestorRef"]["name"].as_str() == Some("demo");
+        if named && state.as_ref().map(|s| s.0.as_str()) == Some("True") {
+            Ok(Some(()))
+        } else {
+            Err(anyhow!("ancestor {ancestor}"))
+        }
+    })?;
+    wait_status(env, "/", 200)?;
+    env.admin
+        .run(&["-n", NS, "delete", "clienttrafficpolicy/e2e-proxy-protocol"])?;
+    wait_status(env, "/", 200)?;
     Ok(())
 }
