@@ -8,14 +8,13 @@
 //! (creationTimestamp, then namespace/name) wins, the other is
 //! `Accepted=False Conflicted` in that Gateway's `status.ancestors` entry.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use coxswain_api::crds::{ExternalAuthTargetRef, PolicyAncestorRef, PolicyAncestorStatus};
+use coxswain_api::crds::{ExternalAuthTargetRef, PolicyAncestorStatus};
 use coxswain_api::{CoxswainExternalAuth, GATEWAY_GROUP, ObjectKey, Snapshot};
 use coxswain_ir::{ExtensionKey, ExtensionKind};
 
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
-use crate::policy::backend_tls::MAX_ANCESTORS;
 
 /// Which resource each Gateway gets.
 pub struct GatewayAuthIndex {
@@ -58,23 +57,13 @@ impl GatewayAuthIndex {
         accepted: Option<&Cond>,
         (stamp, controller_name): (&Stamp<'_>, &str),
     ) -> Vec<PolicyAncestorStatus> {
-        let mut seen = BTreeSet::new();
-        cr.spec
-            .target_refs
-            .iter()
-            .filter(|t| seen.insert((t.group.clone(), t.kind.clone(), t.name.clone())))
-            .take(MAX_ANCESTORS)
-            .map(|target| PolicyAncestorStatus {
-                ancestor_ref: PolicyAncestorRef {
-                    group: target.group.clone(),
-                    kind: target.kind.clone(),
-                    name: target.name.clone(),
-                    namespace: Some(key.namespace.clone()),
-                },
-                controller_name: controller_name.to_string(),
-                conditions: stamp.all(vec![self.condition(snapshot, key, target, accepted)]),
-            })
-            .collect()
+        crate::policy::coxswain_ancestors(
+            &cr.spec.target_refs,
+            |t| (t.group.as_str(), t.kind.as_str(), t.name.as_str()),
+            &key.namespace,
+            (stamp, controller_name),
+            |target| vec![self.condition(snapshot, key, target, accepted)],
+        )
     }
 
     fn condition(

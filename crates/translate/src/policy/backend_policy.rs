@@ -10,21 +10,17 @@
 //!   ignored without a word.
 //! - Status: one ancestor entry per targeted Service.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use coxswain_api::{
     CoxswainBackendPolicy, ObjectKey, Snapshot,
-    crds::{
-        BackendTimeouts, CircuitBreaker, CoxswainBackendPolicyStatus, PolicyAncestorRef,
-        PolicyAncestorStatus, SessionPersistence,
-    },
+    crds::{BackendTimeouts, CircuitBreaker, CoxswainBackendPolicyStatus, SessionPersistence},
 };
 use coxswain_ir::{BackendPolicy, Balancer, Breaker, HashKey, Persistence};
 
 use crate::Options;
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
 use crate::duration::parse_duration_ms;
-use crate::policy::backend_tls::MAX_ANCESTORS;
 use crate::route::ClusterSpec;
 
 /// The cookie Cookie-mode persistence sets when the policy names none.
@@ -93,24 +89,13 @@ impl<'a> BackendPolicyIndex<'a> {
                     generation: policy.metadata.generation,
                     now: &options.now,
                 };
-                let mut seen = BTreeSet::new();
-                let ancestors = policy
-                    .spec
-                    .target_refs
-                    .iter()
-                    .filter(|t| seen.insert((t.group.clone(), t.kind.clone(), t.name.clone())))
-                    .take(MAX_ANCESTORS)
-                    .map(|target| PolicyAncestorStatus {
-                        ancestor_ref: PolicyAncestorRef {
-                            group: target.group.clone(),
-                            kind: target.kind.clone(),
-                            name: target.name.clone(),
-                            namespace: Some(key.namespace.clone()),
-                        },
-                        controller_name: options.controller_name.clone(),
-                        conditions: stamp.all(self.conditions(key, target, parsed, clusters)),
-                    })
-                    .collect();
+                let ancestors = super::coxswain_ancestors(
+                    &policy.spec.target_refs,
+                    |t| (t.group.as_str(), t.kind.as_str(), t.name.as_str()),
+                    &key.namespace,
+                    (&stamp, &options.controller_name),
+                    |target| self.conditions(key, target, parsed, clusters),
+                );
                 (key.clone(), CoxswainBackendPolicyStatus { ancestors })
             })
             .collect()

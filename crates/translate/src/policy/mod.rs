@@ -12,6 +12,10 @@ use std::sync::Arc;
 
 use coxswain_api::ApiResource;
 use coxswain_api::ObjectKey;
+use coxswain_api::crds::{PolicyAncestorRef, PolicyAncestorStatus};
+
+use crate::conditions::{Cond, Stamp};
+use crate::policy::backend_tls::MAX_ANCESTORS;
 
 /// Policies oldest first (creationTimestamp, then namespace/name): the
 /// order in which they claim their targets, so the oldest wins a conflict.
@@ -38,5 +42,36 @@ pub fn ancestor_gateways<'g>(
     target_names
         .flat_map(|name| gateways_by_service.get(&(namespace.to_string(), name.to_string())))
         .flatten()
+        .collect()
+}
+
+/// A Coxswain policy's `status.ancestors`: one entry per distinct target
+/// (`id` gives its group, kind and name, in the policy's `namespace`), at
+/// most [`MAX_ANCESTORS`], each with the conditions `conditions` finds.
+pub fn coxswain_ancestors<'t, T: 't>(
+    targets: impl IntoIterator<Item = &'t T>,
+    id: impl Fn(&T) -> (&str, &str, &str),
+    namespace: &str,
+    (stamp, controller_name): (&Stamp<'_>, &str),
+    conditions: impl Fn(&T) -> Vec<Cond>,
+) -> Vec<PolicyAncestorStatus> {
+    let mut seen = BTreeSet::new();
+    targets
+        .into_iter()
+        .filter(|t| seen.insert(id(t)))
+        .take(MAX_ANCESTORS)
+        .map(|target| {
+            let (group, kind, name) = id(target);
+            PolicyAncestorStatus {
+                ancestor_ref: PolicyAncestorRef {
+                    group: group.to_string(),
+                    kind: kind.to_string(),
+                    name: name.to_string(),
+                    namespace: Some(namespace.to_string()),
+                },
+                controller_name: controller_name.to_string(),
+                conditions: stamp.all(conditions(target)),
+            }
+        })
         .collect()
 }
