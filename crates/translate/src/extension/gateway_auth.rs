@@ -8,17 +8,16 @@
 //! (creationTimestamp, then namespace/name) wins, the other is
 //! `Accepted=False Conflicted` in that Gateway's `status.ancestors` entry.
 
-use std::collections::BTreeMap;
-
 use coxswain_api::crds::{ExternalAuthTargetRef, PolicyAncestorStatus};
 use coxswain_api::{CoxswainExternalAuth, GATEWAY_GROUP, ObjectKey, Snapshot};
 use coxswain_ir::{ExtensionKey, ExtensionKind};
 
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
+use crate::policy::claims::{Claims, PolicyTarget};
 
 /// Which resource each Gateway gets.
 pub struct GatewayAuthIndex {
-    winners: BTreeMap<ObjectKey, ObjectKey>,
+    claims: Claims,
 }
 
 fn is_gateway(target: &ExternalAuthTargetRef) -> bool {
@@ -27,20 +26,21 @@ fn is_gateway(target: &ExternalAuthTargetRef) -> bool {
 
 impl GatewayAuthIndex {
     pub fn new(snapshot: &Snapshot) -> Self {
-        let mut winners = BTreeMap::new();
-        for (key, cr) in crate::policy::oldest_first(&snapshot.external_auths) {
-            for target in cr.spec.target_refs.iter().filter(|t| is_gateway(t)) {
-                winners
-                    .entry(ObjectKey::new(&key.namespace, &target.name))
-                    .or_insert_with(|| key.clone());
-            }
-        }
-        GatewayAuthIndex { winners }
+        let claims = Claims::new(&snapshot.external_auths, |key, cr| {
+            cr.spec
+                .target_refs
+                .iter()
+                .filter(|t| is_gateway(t))
+                .map(|t| PolicyTarget::Gateway(ObjectKey::new(&key.namespace, &t.name)))
+                .collect()
+        });
+        GatewayAuthIndex { claims }
     }
 
     /// The resource every route on `gateway` is checked by.
     pub fn for_gateway(&self, gateway: &ObjectKey) -> Option<ExtensionKey> {
-        self.winners.get(gateway).map(|key| ExtensionKey {
+        let holder = self.claims.holder(&PolicyTarget::Gateway(gateway.clone()));
+        holder.map(|key| ExtensionKey {
             kind: ExtensionKind::ExternalAuth,
             namespace: key.namespace.clone(),
             name: key.name.clone(),
@@ -91,8 +91,11 @@ impl GatewayAuthIndex {
                 format!("Gateway {gateway} does not exist"),
             );
         }
-        match self.winners.get(&gateway) {
-            Some(winner) if winner != key => rejected(
+        match self
+            .claims
+            .lost_to(key, &PolicyTarget::Gateway(gateway.clone()))
+        {
+            Some(winner) => rejected(
                 Reason::Conflicted,
                 format!(
                     "Gateway {gateway} already has CoxswainExternalAuth {winner}, which is older"

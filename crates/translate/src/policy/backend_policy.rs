@@ -21,6 +21,7 @@ use coxswain_ir::{BackendPolicy, Balancer, Breaker, HashKey, Persistence};
 use crate::Options;
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
 use crate::duration::parse_duration_ms;
+use crate::policy::claims::{Claims, service_target};
 use crate::route::ClusterSpec;
 
 /// The cookie Cookie-mode persistence sets when the policy names none.
@@ -34,8 +35,8 @@ const DEFAULT_MIN_REQUESTS: u32 = 10;
 pub struct BackendPolicyIndex<'a> {
     snapshot: &'a Snapshot,
     policies: BTreeMap<ObjectKey, (&'a CoxswainBackendPolicy, Parsed)>,
-    /// (namespace, service) -> the winning policy.
-    winners: BTreeMap<(String, String), ObjectKey>,
+    /// Which policy each Service gets.
+    claims: Claims,
 }
 
 /// One policy's settings and the fields it had to ignore.
@@ -47,21 +48,24 @@ struct Parsed {
 
 impl<'a> BackendPolicyIndex<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Self {
-        let by_age = super::oldest_first(&snapshot.backend_policies);
-        let mut policies = BTreeMap::new();
-        let mut winners = BTreeMap::new();
-        for (key, policy) in by_age {
-            for target in policy.spec.target_refs.iter().filter(|t| is_service(t)) {
-                winners
-                    .entry((key.namespace.clone(), target.name.clone()))
-                    .or_insert_with(|| key.clone());
-            }
-            policies.insert(key.clone(), (policy, parse(key, policy)));
-        }
+        let claims = Claims::new(&snapshot.backend_policies, |key, policy| {
+            policy
+                .spec
+                .target_refs
+                .iter()
+                .filter(|t| is_service(t))
+                .map(|t| service_target(&key.namespace, &t.name))
+                .collect()
+        });
+        let policies = snapshot
+            .backend_policies
+            .iter()
+            .map(|(key, policy)| (key.clone(), (policy.as_ref(), parse(key, policy))))
+            .collect();
         BackendPolicyIndex {
             snapshot,
             policies,
-            winners,
+            claims,
         }
     }
 
@@ -69,8 +73,8 @@ impl<'a> BackendPolicyIndex<'a> {
     /// Service.
     pub fn cluster_policy(&self, spec: &ClusterSpec) -> Option<BackendPolicy> {
         let key = self
-            .winners
-            .get(&(spec.namespace.clone(), spec.service.clone()))?;
+            .claims
+            .holder(&service_target(&spec.namespace, &spec.service))?;
         self.policies.get(key).map(|(_, p)| p.policy.clone())
     }
 
@@ -127,19 +131,16 @@ impl<'a> BackendPolicyIndex<'a> {
                 format!("Service {service} does not exist"),
             );
         }
-        match self
-            .winners
-            .get(&(key.namespace.clone(), target.name.clone()))
+        if let Some(winner) = self
+            .claims
+            .lost_to(key, &service_target(&key.namespace, &target.name))
         {
-            Some(winner) if winner != key => {
-                return rejected(
-                    Reason::Conflicted,
-                    format!(
-                        "CoxswainBackendPolicy {winner} targets Service {service} too and is older"
-                    ),
-                );
-            }
-            _ => {}
+            return rejected(
+                Reason::Conflicted,
+                format!(
+                    "CoxswainBackendPolicy {winner} targets Service {service} too and is older"
+                ),
+            );
         }
         let mut conds = vec![Cond::new(
             ConditionType::Accepted,

@@ -18,6 +18,7 @@ use coxswain_ir::{BackendTls, BackendTrust, CaBundle, SubjectAltName, UpstreamTl
 use crate::Options;
 use crate::ca_bundle;
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
+use crate::policy::claims::{Claims, PolicyTarget};
 use crate::route::ClusterSpec;
 
 /// The well-known CA set `wellKnownCACertificates` may name.
@@ -48,58 +49,50 @@ struct Problem {
 /// Every BackendTLSPolicy, resolved, and which one applies to each target.
 pub struct BackendTlsIndex<'a> {
     policies: BTreeMap<ObjectKey, (&'a BackendTlsPolicy, Resolved)>,
-    /// (namespace, service, sectionName) -> the winning policy.
-    winners: BTreeMap<(String, String, Option<String>), ObjectKey>,
-    /// Policy -> the older policy it lost to.
-    conflicted: BTreeMap<ObjectKey, ObjectKey>,
+    /// Which policy each Service, or Service port, gets.
+    claims: Claims,
 }
 
 impl<'a> BackendTlsIndex<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Self {
-        let mut policies = BTreeMap::new();
-        let by_age = super::oldest_first(&snapshot.backend_tls_policies);
-        let mut winners = BTreeMap::new();
-        let mut conflicted = BTreeMap::new();
-        for (key, policy) in by_age {
-            let mut resolved = resolve(snapshot, key, policy);
-            resolved.target_problem = target_problem(snapshot, key, policy);
-            policies.insert(key.clone(), (policy, resolved));
-            for target in &policy.spec.target_refs {
-                if !is_service(&target.group, &target.kind) {
-                    continue;
-                }
-                let slot = (
-                    key.namespace.clone(),
-                    target.name.clone(),
-                    target.section_name.clone().filter(|s| !s.is_empty()),
-                );
-                match winners.get(&slot) {
-                    Some(older) => {
-                        conflicted.insert(key.clone(), ObjectKey::clone(older));
+        let claims = Claims::new(&snapshot.backend_tls_policies, |key, policy| {
+            policy
+                .spec
+                .target_refs
+                .iter()
+                .filter(|t| is_service(&t.group, &t.kind))
+                .map(|t| {
+                    let service = ObjectKey::new(&key.namespace, &t.name);
+                    match t.section_name.clone().filter(|s| !s.is_empty()) {
+                        Some(port) => PolicyTarget::ServicePort { service, port },
+                        None => PolicyTarget::Service(service),
                     }
-                    None => {
-                        winners.insert(slot, key.clone());
-                    }
-                }
-            }
-        }
-        BackendTlsIndex {
-            policies,
-            winners,
-            conflicted,
-        }
+                })
+                .collect()
+        });
+        let policies = snapshot
+            .backend_tls_policies
+            .iter()
+            .map(|(key, policy)| {
+                let mut resolved = resolve(snapshot, key, policy);
+                resolved.target_problem = target_problem(snapshot, key, policy);
+                (key.clone(), (policy.as_ref(), resolved))
+            })
+            .collect();
+        BackendTlsIndex { policies, claims }
     }
 
     /// The policy that applies to a Service port: one naming the port wins
     /// over one for the whole Service.
     fn policy_for(&self, spec: &ClusterSpec) -> Option<&ObjectKey> {
-        let ns = spec.namespace.clone();
-        let svc = spec.service.clone();
-        let by_port = spec
-            .port_name
-            .clone()
-            .and_then(|p| self.winners.get(&(ns.clone(), svc.clone(), Some(p))));
-        by_port.or_else(|| self.winners.get(&(ns, svc, None)))
+        let service = ObjectKey::new(&spec.namespace, &spec.service);
+        let by_port = spec.port_name.clone().and_then(|port| {
+            self.claims.holder(&PolicyTarget::ServicePort {
+                service: service.clone(),
+                port,
+            })
+        });
+        by_port.or_else(|| self.claims.holder(&PolicyTarget::Service(service)))
     }
 
     /// TLS for a cluster, if a policy targets its Service port.
@@ -174,7 +167,7 @@ impl<'a> BackendTlsIndex<'a> {
                 resolved_cond(&resolved.ref_problem),
             ];
         }
-        if let Some(older) = self.conflicted.get(key) {
+        if let Some(older) = self.claims.first_loss(key) {
             return vec![
                 Cond::new(
                     ConditionType::Accepted,

@@ -25,6 +25,7 @@ use crate::Options;
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
 use crate::duration::parse_duration_ms;
 use crate::policy::backend_tls::MAX_ANCESTORS;
+use crate::policy::claims::{Claims, service_target};
 use crate::route::ClusterSpec;
 
 const DEFAULT_PERCENT: u8 = 20;
@@ -36,8 +37,8 @@ const HOUR_MS: u64 = 3_600_000;
 /// Every XBackendTrafficPolicy, parsed, and which one each Service gets.
 pub struct BackendTrafficIndex<'a> {
     policies: BTreeMap<ObjectKey, (&'a XBackendTrafficPolicy, Parsed)>,
-    /// (namespace, service) -> the winning policy.
-    winners: BTreeMap<(String, String), ObjectKey>,
+    /// Which policy each Service gets.
+    claims: Claims,
 }
 
 #[derive(Clone, Debug)]
@@ -49,25 +50,29 @@ struct Parsed {
 
 impl<'a> BackendTrafficIndex<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Self {
-        let mut policies = BTreeMap::new();
-        let mut winners = BTreeMap::new();
-        for (key, policy) in super::oldest_first(&snapshot.backend_traffic_policies) {
-            for target in policy.spec.target_refs.iter().filter(|t| is_service(t)) {
-                winners
-                    .entry((key.namespace.clone(), target.name.clone()))
-                    .or_insert_with(|| key.clone());
-            }
-            policies.insert(key.clone(), (policy, parse(key, policy)));
-        }
-        BackendTrafficIndex { policies, winners }
+        let claims = Claims::new(&snapshot.backend_traffic_policies, |key, policy| {
+            policy
+                .spec
+                .target_refs
+                .iter()
+                .filter(|t| is_service(t))
+                .map(|t| service_target(&key.namespace, &t.name))
+                .collect()
+        });
+        let policies = snapshot
+            .backend_traffic_policies
+            .iter()
+            .map(|(key, policy)| (key.clone(), (policy.as_ref(), parse(key, policy))))
+            .collect();
+        BackendTrafficIndex { policies, claims }
     }
 
     /// The retry budget for a cluster (a Service port), if a valid policy
     /// targets its Service.
     pub fn cluster_budget(&self, spec: &ClusterSpec) -> Option<RetryBudget> {
         let key = self
-            .winners
-            .get(&(spec.namespace.clone(), spec.service.clone()))?;
+            .claims
+            .holder(&service_target(&spec.namespace, &spec.service))?;
         let (_, parsed) = self.policies.get(key)?;
         parsed.budget.clone().ok().flatten()
     }
@@ -131,8 +136,10 @@ impl<'a> BackendTrafficIndex<'a> {
             );
         }
         let lost = policy.spec.target_refs.iter().find_map(|t| {
-            let winner = self.winners.get(&(key.namespace.clone(), t.name.clone()))?;
-            (winner != key).then_some((winner, &t.name))
+            let winner = self
+                .claims
+                .lost_to(key, &service_target(&key.namespace, &t.name))?;
+            Some((winner, &t.name))
         });
         if let Some((winner, service)) = lost {
             return rejected(

@@ -1,10 +1,12 @@
 //! Policies attached to backends, Gateways or listeners by `targetRefs`, one file per
-//! policy kind; each finds what it targets, resolves conflicts and writes
-//! `status.ancestors` for the Gateways it affects.
+//! policy kind; each finds what it targets, resolves conflicts through the
+//! shared index ([`claims`]) and writes `status.ancestors` for what it
+//! affects.
 
 pub mod backend_policy;
 pub mod backend_tls;
 pub mod backend_traffic;
+pub mod claims;
 pub mod client_traffic;
 
 use std::collections::{BTreeMap, BTreeSet};
