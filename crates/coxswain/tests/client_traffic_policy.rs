@@ -21,23 +21,6 @@ spec:
     )
 }
 
-fn accepted(gw: &Gateway) -> Option<String> {
-    let status = gw.status_of("ClientTrafficPolicy", "behind-lb")?;
-    let accepted = status["ancestors"]
-        .as_array()?
-        .first()?
-        .get("conditions")?
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == "Accepted")?
-        .clone();
-    Some(format!(
-        "{}/{}",
-        accepted["status"].as_str()?,
-        accepted["reason"].as_str()?
-    ))
-}
-
 #[test]
 fn proxy_protocol_listener_serves_curl_haproxy_protocol_and_closes_plain_curl() {
     let config = TempDir::new("proxyproto");
@@ -45,7 +28,11 @@ fn proxy_protocol_listener_serves_curl_haproxy_protocol_and_closes_plain_curl() 
     quickstart_config(&config, http_port, echo_port);
     config.write("policy.yaml", &policy(false));
     let gw = Gateway::start(config, http_port, echo_port);
-    assert_eq!(accepted(&gw).as_deref(), Some("True/Accepted"));
+    assert_eq!(
+        gw.ancestor_accepted("ClientTrafficPolicy", "behind-lb")
+            .as_deref(),
+        Some("True/Accepted")
+    );
 
     let (code, body) = curl_get(&["--haproxy-protocol"], &gw.url("/hello"));
     assert_eq!(code, 200, "{body}");

@@ -47,20 +47,6 @@ spec:
     )
 }
 
-fn accepted(gw: &Gateway) -> Option<String> {
-    let status = gw.status_of("IpAccessControl", "office")?;
-    let accepted = status["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == "Accepted")?
-        .clone();
-    Some(format!(
-        "{}/{}",
-        accepted["status"].as_str()?,
-        accepted["reason"].as_str()?
-    ))
-}
-
 #[test]
 fn ip_access_control_follows_its_file_and_unresolved_refs_answer_500() {
     let config = TempDir::new("ipaccess");
@@ -71,7 +57,10 @@ fn ip_access_control_follows_its_file_and_unresolved_refs_answer_500() {
     let gw = Gateway::start(config, http_port, echo_port);
 
     assert_eq!(curl_get(&[], &gw.url("/guarded")).0, 200);
-    assert_eq!(accepted(&gw).as_deref(), Some("True/Accepted"));
+    assert_eq!(
+        gw.accepted("IpAccessControl", "office").as_deref(),
+        Some("True/Accepted")
+    );
     // A missing resource is never skipped: its rule refuses.
     assert_eq!(curl_get(&[], &gw.url("/missing")).0, 500);
     // The quickstart's own routes are untouched.
@@ -90,7 +79,10 @@ fn ip_access_control_follows_its_file_and_unresolved_refs_answer_500() {
     wait_for("the invalid resource to refuse everything", || {
         curl_get(&[], &gw.url("/guarded")).0 == 500
     });
-    assert_eq!(accepted(&gw).as_deref(), Some("False/Invalid"));
+    assert_eq!(
+        gw.accepted("IpAccessControl", "office").as_deref(),
+        Some("False/Invalid")
+    );
 
     // Behind one trusted proxy: the forwarded address is judged.
     gw.config.write_atomic(

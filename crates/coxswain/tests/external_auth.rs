@@ -124,35 +124,6 @@ spec:
     )
 }
 
-fn accepted(gw: &Gateway, name: &str) -> Option<String> {
-    let status = gw.status_of("CoxswainExternalAuth", name)?;
-    let accepted = status["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == "Accepted")?
-        .clone();
-    Some(format!(
-        "{}/{}",
-        accepted["status"].as_str()?,
-        accepted["reason"].as_str()?
-    ))
-}
-
-/// The Accepted condition of the resource's (only) Gateway ancestor.
-fn ancestor(gw: &Gateway, name: &str) -> Option<String> {
-    let status = gw.status_of("CoxswainExternalAuth", name)?;
-    let accepted = status["ancestors"][0]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == "Accepted")?
-        .clone();
-    Some(format!(
-        "{}/{}",
-        accepted["status"].as_str()?,
-        accepted["reason"].as_str()?
-    ))
-}
-
 fn curl_as(decision: &str, url: &str) -> (u16, String) {
     let header = format!("x-test-auth: {decision}");
     curl_get(&["-H", &header, "-H", "x-auth-user: forged"], url)
@@ -169,8 +140,14 @@ fn forward_auth_and_grpc_check_decide_with_the_real_service() {
     config.write("auth.yaml", &resources(auth_http, auth_grpc));
     config.write("authorized.yaml", &routes(echo_port));
     let gw = Gateway::start(config, http_port, echo_port);
-    assert_eq!(accepted(&gw, "forward").as_deref(), Some("True/Accepted"));
-    assert_eq!(accepted(&gw, "check").as_deref(), Some("True/Accepted"));
+    assert_eq!(
+        gw.accepted("CoxswainExternalAuth", "forward").as_deref(),
+        Some("True/Accepted")
+    );
+    assert_eq!(
+        gw.accepted("CoxswainExternalAuth", "check").as_deref(),
+        Some("True/Accepted")
+    );
 
     for path in ["/forward/x?y=1", "/check/x?y=1"] {
         let (code, body) = curl_as("allow", &gw.url(path));
@@ -220,7 +197,11 @@ spec:
     assert_eq!(curl_as("allow", &gw.url("/hello")).0, 200);
     assert_eq!(curl_as("unauth", &gw.url("/hello")).0, 401);
     assert_eq!(curl_as("allow", &gw.url("/forward")).0, 200, "both allow");
-    assert_eq!(ancestor(&gw, "gate").as_deref(), Some("True/Accepted"));
+    assert_eq!(
+        gw.ancestor_accepted("CoxswainExternalAuth", "gate")
+            .as_deref(),
+        Some("True/Accepted")
+    );
     gw.config.write(
         "gate2.yaml",
         &std::fs::read_to_string(gw.config.path().join("gate.yaml"))
@@ -228,9 +209,15 @@ spec:
             .replace("name: gate\n", "name: gate2\n"),
     );
     wait_for("the second policy to be Conflicted", || {
-        ancestor(&gw, "gate2").as_deref() == Some("False/Conflicted")
+        gw.ancestor_accepted("CoxswainExternalAuth", "gate2")
+            .as_deref()
+            == Some("False/Conflicted")
     });
-    assert_eq!(ancestor(&gw, "gate").as_deref(), Some("True/Accepted"));
+    assert_eq!(
+        gw.ancestor_accepted("CoxswainExternalAuth", "gate")
+            .as_deref(),
+        Some("True/Accepted")
+    );
 
     // No ready endpoints: both refuse, failClosed or not.
     gw.config

@@ -89,20 +89,6 @@ spec:
     )
 }
 
-fn accepted(gw: &Gateway) -> Option<String> {
-    let status = gw.status_of("JwtAuth", "api")?;
-    let c = status["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == "Accepted")?
-        .clone();
-    Some(format!(
-        "{}/{}",
-        c["status"].as_str()?,
-        c["reason"].as_str()?
-    ))
-}
-
 #[test]
 fn good_tokens_pass_and_attacker_tokens_are_refused() {
     let config = TempDir::new("jwtauth");
@@ -115,7 +101,7 @@ fn good_tokens_pass_and_attacker_tokens_are_refused() {
     let url = gw.url("/api");
     let bearer = |token: &str| curl_get(&["-H", &format!("authorization: Bearer {token}")], &url);
     wait_for("JwtAuth accepted", || {
-        accepted(&gw).as_deref() == Some("True/Accepted")
+        gw.accepted("JwtAuth", "api").as_deref() == Some("True/Accepted")
     });
 
     let good = es256(&key, &claims(300));
@@ -173,5 +159,8 @@ fn good_tokens_pass_and_attacker_tokens_are_refused() {
     // A key set that no longer parses: fail closed, and the status says so.
     gw.config.write_atomic("api.yaml", &write("{\"keys\": 1}"));
     wait_for("the broken key set to refuse", || bearer(&good).0 == 503);
-    assert_eq!(accepted(&gw).as_deref(), Some("False/Invalid"));
+    assert_eq!(
+        gw.accepted("JwtAuth", "api").as_deref(),
+        Some("False/Invalid")
+    );
 }

@@ -3,6 +3,8 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod pki;
+// One redis-server helper for the proxy's tests and these.
+#[path = "../../../proxy/tests/common/redis.rs"]
 pub mod redis;
 mod tools;
 mod yaml;
@@ -214,6 +216,20 @@ impl Gateway {
             .map(|s| s["status"].clone())
     }
 
+    /// `"<status>/<reason>"` of the `Accepted` condition in the status of
+    /// the `kind` resource `name`.
+    pub fn accepted(&self, kind: &str, name: &str) -> Option<String> {
+        condition(&self.status_of(kind, name)?["conditions"], "Accepted")
+    }
+
+    /// The same for its first `status.ancestors` entry (a policy's).
+    pub fn ancestor_accepted(&self, kind: &str, name: &str) -> Option<String> {
+        condition(
+            &self.status_of(kind, name)?["ancestors"][0]["conditions"],
+            "Accepted",
+        )
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.http_port)
     }
@@ -341,4 +357,14 @@ spec:
 /// The `X-Route` header the echo backend saw, if any.
 pub fn route_tag(echo: &serde_json::Value) -> Option<String> {
     echo["headers"]["X-Route"][0].as_str().map(str::to_string)
+}
+
+/// `"<status>/<reason>"` of the condition of `type_` in a conditions list.
+pub fn condition(conditions: &serde_json::Value, type_: &str) -> Option<String> {
+    let c = conditions.as_array()?.iter().find(|c| c["type"] == type_)?;
+    Some(format!(
+        "{}/{}",
+        c["status"].as_str()?,
+        c["reason"].as_str()?
+    ))
 }
