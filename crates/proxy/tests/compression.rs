@@ -367,7 +367,7 @@ async fn a_slow_stream_reaches_the_client_event_by_event() {
 
 /// A decoder fed a stream piece by piece.
 enum Prefix {
-    Gzip(flate2::write::GzDecoder<Vec<u8>>),
+    Gzip(Box<flate2::write::GzDecoder<Vec<u8>>>),
     Brotli(Box<brotli::DecompressorWriter<Vec<u8>>>),
     Zstd(zstd::stream::write::Decoder<'static, Vec<u8>>),
 }
@@ -375,7 +375,7 @@ enum Prefix {
 impl Prefix {
     fn new(coding: &str) -> Self {
         match coding {
-            "gzip" => Prefix::Gzip(flate2::write::GzDecoder::new(Vec::new())),
+            "gzip" => Prefix::Gzip(Box::new(flate2::write::GzDecoder::new(Vec::new()))),
             "br" => Prefix::Brotli(Box::new(brotli::DecompressorWriter::new(Vec::new(), 4096))),
             _ => Prefix::Zstd(zstd::stream::write::Decoder::new(Vec::new()).unwrap()),
         }
