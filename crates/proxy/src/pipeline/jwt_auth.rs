@@ -34,7 +34,7 @@ pub fn admit(jwt: &CompiledJwtAuth, ctx: &mut RequestCtx<'_>) -> Flow {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let mut verified = match token::verify(token, &keys, &jwt.auth, now) {
+    let mut verified = match token::verify(token, &keys, &jwt.auth, now, &jwt.seen) {
         Ok(v) => v,
         Err(why) => {
             tracing::debug!(issuer = %jwt.auth.issuer, why, "JwtAuth refused the token");

@@ -1,6 +1,8 @@
 //! A JWK Set turned into what `ring` verifies with, once per set (when the
 //! resource is compiled or a remote set is fetched), never per request.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use coxswain_ir::{Jwk, JwkKey, JwsAlg};
 use ring::signature::{
     self, ECDSA_P256_SHA256_FIXED, ECDSA_P384_SHA384_FIXED, ED25519, RsaPublicKeyComponents,
@@ -24,7 +26,15 @@ enum Material {
 
 /// The keys of one set.
 #[derive(Debug)]
-pub struct KeySet(Vec<VerifyingKey>);
+pub struct KeySet {
+    keys: Vec<VerifyingKey>,
+    /// Unique to this set in this process: what a signature verified
+    /// with it is remembered under ([`super::seen`]).
+    id: u64,
+}
+
+/// The next [`KeySet::id`].
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Why no key verified a signature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,22 +46,28 @@ pub enum KeyRefusal {
 
 impl KeySet {
     pub fn new(jwks: &[Jwk]) -> Self {
-        KeySet(
-            jwks.iter()
+        KeySet {
+            keys: jwks
+                .iter()
                 .map(|jwk| VerifyingKey {
                     material: material(&jwk.key),
                     jwk: jwk.clone(),
                 })
                 .collect(),
-        )
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.keys.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.keys.is_empty()
     }
 
     /// Checks `signature` over `message`: with the key named `kid` when
@@ -64,7 +80,7 @@ impl KeySet {
         signature: &[u8],
     ) -> Result<(), KeyRefusal> {
         let mut candidates = self
-            .0
+            .keys
             .iter()
             .filter(|k| kid.is_none_or(|kid| k.jwk.kid.as_deref() == Some(kid)))
             .filter(|k| k.jwk.accepts(alg))

@@ -5,6 +5,7 @@
 pub mod fetch;
 pub mod keys;
 pub mod remote;
+pub mod seen;
 pub mod token;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use http::{HeaderName, HeaderValue};
 
 use keys::KeySet;
 use remote::RemoteKeys;
+use seen::VerifiedSignatures;
 
 /// One JwtAuth resource as the stage uses it.
 #[derive(Debug)]
@@ -27,6 +29,8 @@ pub struct CompiledJwtAuth {
     /// `Bearer realm="<issuer>"`, quoted.
     challenge: String,
     keys: Keys,
+    /// Signatures already verified with the current keys.
+    pub seen: VerifiedSignatures,
 }
 
 #[derive(Debug)]
@@ -66,6 +70,7 @@ impl CompiledJwtAuth {
             claims,
             payload_header,
             keys,
+            seen: VerifiedSignatures::default(),
         })
     }
 

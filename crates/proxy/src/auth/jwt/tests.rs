@@ -11,6 +11,7 @@ use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair};
 use serde_json::{Value, json};
 
 use super::keys::KeySet;
+use super::seen::{VerifiedSignatures, token_digest};
 use super::token::{MAX_TOKEN_BYTES, verify};
 
 const NOW: u64 = 1_900_000_000;
@@ -166,7 +167,14 @@ fn auth(audiences: &[&str], skew: u64) -> JwtAuth {
 }
 
 fn check(token: &str, keys: &[Jwk], auth: &JwtAuth) -> Result<String, &'static str> {
-    verify(token, &KeySet::new(keys), auth, NOW).map(|v| {
+    verify(
+        token,
+        &KeySet::new(keys),
+        auth,
+        NOW,
+        &VerifiedSignatures::default(),
+    )
+    .map(|v| {
         v.claims
             .get("sub")
             .and_then(Value::as_str)
@@ -390,4 +398,31 @@ fn malformed_oversized_and_critical_tokens_are_refused() {
         json!({"iss": ISSUER, "exp": NOW + 600, "pad": "x".repeat(MAX_TOKEN_BYTES)}),
     );
     assert_eq!(check(&huge, &keys, &a), Err("token too large"));
+}
+
+#[test]
+fn a_remembered_signature_still_has_its_claims_checked_and_goes_with_its_keys() {
+    let signer = p256();
+    let keys = KeySet::new(&[signer.jwk(None, None)]);
+    let seen = VerifiedSignatures::default();
+    let auth = auth(&[], 0);
+    let good = token(&signer, JwsAlg::ES256, json!({"alg": "ES256"}), claims());
+    assert!(verify(&good, &keys, &auth, NOW, &seen).is_ok());
+    assert!(seen.contains(&token_digest(&good), keys.id()), "remembered");
+    assert!(verify(&good, &keys, &auth, NOW, &seen).is_ok());
+    // Expiry moves on: the claims of a remembered token are checked anew.
+    assert_eq!(
+        verify(&good, &keys, &auth, NOW + 3_600, &seen).err(),
+        Some("token expired")
+    );
+    // Keys rotated to a set without the signing key: checked afresh, refused.
+    let rotated = KeySet::new(&[p256().jwk(None, None)]);
+    assert_eq!(
+        verify(&good, &rotated, &auth, NOW, &seen).err(),
+        Some("bad signature")
+    );
+    // A refused signature is never remembered.
+    let forged = format!("{}x", &good[..good.len() - 1]);
+    assert!(verify(&forged, &keys, &auth, NOW, &seen).is_err());
+    assert!(!seen.contains(&token_digest(&forged), keys.id()));
 }

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::keys::{KeyRefusal, KeySet};
+use super::seen::{VerifiedSignatures, token_digest};
 
 /// Larger tokens are refused before any decoding.
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
@@ -32,12 +33,15 @@ struct Header {
     crit: Option<serde::de::IgnoredAny>,
 }
 
-/// Checks `token` at `now` (seconds since the epoch).
+/// Checks `token` at `now` (seconds since the epoch). A signature `seen`
+/// holds for this key set is not verified again; one that verifies is
+/// added to it.
 pub fn verify<'t>(
     token: &'t str,
     keys: &KeySet,
     auth: &JwtAuth,
     now: u64,
+    seen: &VerifiedSignatures,
 ) -> Result<Verified<'t>, &'static str> {
     if token.len() > MAX_TOKEN_BYTES {
         return Err("token too large");
@@ -60,11 +64,17 @@ pub fn verify<'t>(
     let signed = token
         .get(..header_b64.len() + 1 + payload.len())
         .ok_or("malformed token")?;
-    keys.verify(alg, header.kid.as_deref(), signed.as_bytes(), &signature)
-        .map_err(|e| match e {
-            KeyRefusal::NoKey => "no key for the token's kid and alg",
-            KeyRefusal::BadSignature => "bad signature",
-        })?;
+    // (Comparing digests in variable time is fine: learning one tells
+    // nothing about a token that would have it.)
+    let digest = token_digest(token);
+    if !seen.contains(&digest, keys.id()) {
+        keys.verify(alg, header.kid.as_deref(), signed.as_bytes(), &signature)
+            .map_err(|e| match e {
+                KeyRefusal::NoKey => "no key for the token's kid and alg",
+                KeyRefusal::BadSignature => "bad signature",
+            })?;
+        seen.insert(digest, keys.id());
+    }
     let claims: Map<String, Value> = decode_json(payload).ok_or("malformed token payload")?;
     check_claims(&claims, auth, now)?;
     Ok(Verified { claims, payload })
