@@ -12,7 +12,7 @@ use coxswain_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use coxswain_api::{CoxswainExternalAuth, ObjectKey, Snapshot};
 use coxswain_ir::{ExtensionSpec, ExternalAuth, ExternalAuthProtocol, RouteKind};
 
-use super::{Resolved, accepted, invalid};
+use super::{Resolved, accepted, accepted_with, invalid};
 use crate::conditions::{Cond, ConditionType, Reason};
 use crate::duration::parse_duration_ms;
 use crate::reference_grant::{From, To, is_permitted};
@@ -33,7 +33,15 @@ pub fn resolve(snapshot: &Snapshot, cr: &CoxswainExternalAuth) -> Resolved {
     match parse(snapshot, cr) {
         Ok((auth, _)) => Resolved {
             spec: ExtensionSpec::ExternalAuth(auth),
-            conditions: accepted(),
+            // A Gateway policy applies to every rule on its Gateways, not
+            // only to the rules that name it.
+            conditions: if cr.spec.target_refs.is_empty() {
+                accepted()
+            } else {
+                accepted_with(
+                    "enforced by the rules that reference it and, as a policy, on its targeted Gateways",
+                )
+            },
         },
         Err((conditions, reason)) => Resolved {
             spec: ExtensionSpec::Broken {
