@@ -39,6 +39,8 @@ pub struct CompiledRateLimit {
     pub global: Option<GlobalRateLimiter>,
     /// `"<name>";q=<requests>;w=<seconds>`.
     policy: Option<HeaderValue>,
+    /// The name as an RFC 8941 string, for each answer's `RateLimit`.
+    quoted_name: String,
 }
 
 /// Keys a per-client limit keeps buckets for before it starts sharing.
@@ -55,9 +57,9 @@ impl CompiledRateLimit {
             (RateLimitKey::Route, None) => 64,
             _ => CLIENT_SLOTS,
         };
+        let quoted_name = quoted(&limit.name);
         let policy = HeaderValue::from_str(&format!(
-            "{};q={};w={}",
-            quoted(&limit.name),
+            "{quoted_name};q={};w={}",
             limit.requests,
             period.as_secs().max(1)
         ))
@@ -74,6 +76,7 @@ impl CompiledRateLimit {
             global,
             limit: limit.clone(),
             policy,
+            quoted_name,
         }
     }
 }
@@ -227,7 +230,7 @@ fn answer(limit: &CompiledRateLimit, decision: Decision, ctx: &mut RequestCtx<'_
     let state = |remaining: u64, reset: Duration| {
         HeaderValue::from_str(&format!(
             "{};r={remaining};t={}",
-            quoted(&limit.limit.name),
+            limit.quoted_name,
             ceil_secs(reset)
         ))
         .ok()
