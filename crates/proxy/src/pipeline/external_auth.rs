@@ -76,7 +76,7 @@ pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut Reque
     });
     match verdict {
         Ok(Verdict::Allow(headers)) => {
-            forget_claims(auth, ctx);
+            remove_client_copies(auth, ctx);
             for (name, value) in headers {
                 ctx.parts.headers.append(name, value);
             }
@@ -97,7 +97,7 @@ pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut Reque
         }
         Err(e) => {
             tracing::debug!(cluster = %cluster.name, error = ?e, "authorization failed; let through");
-            forget_claims(auth, ctx);
+            remove_client_copies(auth, ctx);
             Flow::Next
         }
     }
@@ -106,7 +106,7 @@ pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut Reque
 /// The client's own headers of the names the service speaks for go,
 /// whatever it answered: a client cannot forge them, even when the check
 /// fails open.
-fn forget_claims(auth: &CompiledExternalAuth, ctx: &mut RequestCtx<'_>) {
+fn remove_client_copies(auth: &CompiledExternalAuth, ctx: &mut RequestCtx<'_>) {
     for name in &auth.response_headers {
         ctx.parts.headers.remove(name);
     }
