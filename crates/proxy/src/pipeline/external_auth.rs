@@ -69,7 +69,8 @@ pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut Reque
         tracing::debug!("request cannot be put to the authorization service");
         return unavailable();
     };
-    let answer = ext_authz::exchange(ctx.upstreams, cluster, request, auth.timeout).await;
+    let answer =
+        ext_authz::exchange(ctx.upstreams, cluster, request, auth.timeout, ctx.client).await;
     let verdict = answer.and_then(|a| match auth.auth.protocol {
         ExternalAuthProtocol::Http => Ok(forward::verdict(auth, a)),
         ExternalAuthProtocol::Grpc => grpc::verdict(auth, a),

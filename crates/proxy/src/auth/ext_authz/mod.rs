@@ -7,6 +7,7 @@ pub mod forward;
 pub mod grpc;
 mod proto;
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,6 +16,9 @@ use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Ve
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
+use tokio::time::Instant;
+
+use crate::balance::{Pick, RequestKey, Stickiness};
 use crate::cluster::ClusterState;
 use crate::http::body::ClientBody;
 use crate::upstream::{Upstreams, Via, upstream_uri};
@@ -100,10 +104,20 @@ pub async fn exchange(
     cluster: &ClusterState,
     request: Request<ClientBody>,
     timeout: Duration,
+    client: IpAddr,
 ) -> Result<Answer, CheckError> {
-    let Some(endpoint) = cluster.next_endpoint() else {
-        return Err(CheckError::NoEndpoint);
+    // The service's endpoint is chosen like any backend's: its Service's
+    // balancer, skipping endpoints whose breaker is open.
+    let key = RequestKey {
+        headers: request.headers(),
+        path_and_query: request.uri().path_and_query().map_or("/", |p| p.as_str()),
+        client,
     };
+    let mut chosen = match cluster.pick(&key, &[], Stickiness::Policy, Instant::now()) {
+        Pick::Chosen(chosen) => chosen,
+        Pick::Empty | Pick::AllOpen => return Err(CheckError::NoEndpoint),
+    };
+    let endpoint = chosen.attempt.endpoint.address;
     let via = Via::for_cluster(
         cluster,
         None,
@@ -131,9 +145,13 @@ pub async fn exchange(
             .map_err(|e| CheckError::Failed(e.to_string()))?;
         read(response).await
     };
-    tokio::time::timeout(timeout, call)
+    let answer = tokio::time::timeout(timeout, call)
         .await
-        .map_err(|_| CheckError::TimedOut)?
+        .map_err(|_| CheckError::TimedOut)
+        .and_then(|answer| answer);
+    let healthy = answer.as_ref().is_ok_and(|a| !a.status.is_server_error());
+    chosen.attempt.record(healthy, Instant::now());
+    answer
 }
 
 async fn read(response: Response<Incoming>) -> Result<Answer, CheckError> {
@@ -158,6 +176,8 @@ mod tests {
 
     use crate::breaker_metrics::BreakerMetrics;
     use crate::cluster::ClusterSet;
+
+    const LOCALHOST: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
     fn clusters(endpoints: Vec<std::net::SocketAddr>) -> ClusterSet {
         let config = Config {
@@ -203,7 +223,7 @@ mod tests {
         let upstreams = Upstreams::new(Duration::from_secs(60));
         let started = tokio::time::Instant::now();
         let timeout = Duration::from_secs(30);
-        let outcome = exchange(&upstreams, cluster, check(), timeout).await;
+        let outcome = exchange(&upstreams, cluster, check(), timeout, LOCALHOST).await;
         assert!(
             matches!(outcome, Err(CheckError::TimedOut)),
             "{:?}",
@@ -221,6 +241,7 @@ mod tests {
             set.get("auth").unwrap(),
             check(),
             Duration::from_secs(1),
+            LOCALHOST,
         )
         .await;
         assert!(matches!(outcome, Err(CheckError::NoEndpoint)));
