@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: counters are looked up at 
 use std::time::Duration;
 
 use http::{HeaderMap, Method, Request, Version};
+use http_body::Body as _;
 use http_body_util::BodyExt;
 use tokio::sync::Semaphore;
 
@@ -22,7 +23,7 @@ use crate::http::body::ClientBody;
 use crate::http::tee::{CopyCut, CutSignal};
 use crate::metrics::escape;
 use crate::route::Target;
-use crate::upstream::{Upstreams, Via, upstream_uri};
+use crate::upstream::{Upstreams, Via, frame_unsized_body, upstream_uri};
 
 /// Mirror requests in flight at once, across every route.
 const IN_FLIGHT: usize = 4096;
@@ -120,6 +121,9 @@ impl Mirrors {
         let Some(uri) = upstream_uri(&via, endpoint, &mut headers, path) else {
             return fail("invalid mirror request path");
         };
+        if !matches!(via, Via::H2c) {
+            frame_unsized_body(request.method, &mut headers, body.is_end_stream());
+        }
         let mut req = Request::new(body);
         *req.method_mut() = request.method.clone();
         *req.uri_mut() = uri;

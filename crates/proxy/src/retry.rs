@@ -37,7 +37,7 @@ use crate::cluster::ClusterState;
 use crate::handler::Shared;
 use crate::http::body::{ClientBody, ClientBodyState};
 use crate::rejections::RejectReason;
-use crate::upstream::{Via, upstream_uri};
+use crate::upstream::{Via, frame_unsized_body, upstream_uri};
 
 /// The largest body kept so that it can be sent again.
 pub const REPLAY_LIMIT: u64 = 64 * 1024;
@@ -316,6 +316,9 @@ impl Exchange<'_> {
         else {
             return other(failed(StatusCode::BAD_REQUEST, "invalid request path\n"));
         };
+        if !matches!(via, Via::H2c) {
+            frame_unsized_body(&parts.method, &mut headers, body.is_end_stream());
+        }
         let mut req = Request::new(body);
         *req.method_mut() = parts.method.clone();
         *req.uri_mut() = uri;

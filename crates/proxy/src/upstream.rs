@@ -15,9 +15,10 @@ use hyper_util::rt::TokioExecutor;
 
 use coxswain_ir::UpstreamProtocol;
 
-use http::HeaderMap;
 use http::Uri;
+use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::uri::Authority;
+use http::{HeaderMap, HeaderValue, Method};
 
 use crate::backend_tls::{BackendIdentity, Clients, ClusterTls, TlsUpstream};
 use crate::cluster::ClusterState;
@@ -130,6 +131,17 @@ pub fn upstream_uri(
         .path_and_query(path_and_query)
         .build()
         .ok()
+}
+
+/// Marks an unsized request body as chunked where hyper's HTTP/1 client
+/// would otherwise send none: it drops a GET's or HEAD's body of unknown
+/// length. An HTTP/2 client may send one (HEADERS without END_STREAM); the
+/// backend gets it as it came, instead of an answer racing the rest of it.
+pub fn frame_unsized_body(method: &Method, headers: &mut HeaderMap, body_ends_here: bool) {
+    let bodiless_by_default = *method == Method::GET || *method == Method::HEAD;
+    if bodiless_by_default && !body_ends_here && !headers.contains_key(CONTENT_LENGTH) {
+        headers.insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+    }
 }
 
 impl fmt::Debug for Upstreams {

@@ -42,6 +42,39 @@ async fn h2c_prior_knowledge_client_routes_by_authority() {
     }
 }
 
+/// hyper's HTTP/1 client sends no body for a GET of unknown length; an
+/// HTTP/2 client's GET may still carry one (HEADERS without END_STREAM).
+/// It reaches the backend whole, and the answer waits for it.
+#[tokio::test]
+async fn an_h2_get_with_a_streamed_body_reaches_the_backend_whole() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let routes = vec![route("s", &[], vec![prefix("/")], vec![to("echo", 1)])];
+    let (_proxy, _) = start_proxy(simple_config(port, routes, backend.addr)).await;
+    let stream = TcpStream::connect((LOCALHOST, port)).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let (mut body_tx, body) = Channel::<Bytes, Infallible>::new(4);
+    let req = Request::get("http://s.test/body").body(body).unwrap();
+    let response = tokio::spawn(async move { sender.send_request(req).await });
+    body_tx
+        .send_data(Bytes::from_static(b"first "))
+        .await
+        .unwrap();
+    body_tx
+        .send_data(Bytes::from_static(b"second"))
+        .await
+        .unwrap();
+    drop(body_tx);
+    let response = response.await.unwrap().unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let echoed = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&echoed[..], b"first second");
+}
+
 #[tokio::test]
 async fn large_bodies_stream_both_ways() {
     let backend = echo_backend("b").await;
