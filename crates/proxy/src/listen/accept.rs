@@ -176,31 +176,44 @@ async fn serve(
         upgrade: Default::default(),
         linger: Default::default(),
     };
+    // Each kind of connection's future is boxed: inline, every connection
+    // would hold room for the largest (TLS) for as long as it lasts.
     match &plan.mode {
-        SocketMode::Http => {
-            // Before its first request a connection is both idle and
-            // waiting for a head: the shorter limit.
-            let limits = &state.shared.limits;
-            let wait = limits.header_read_timeout.min(limits.idle_timeout);
-            let deadline = Instant::now() + wait;
-            let judged = plausible_start(&mut stream, &mut read);
-            match timeout_at(deadline, judged).await {
-                Ok(true) => {
-                    let io = Rewind::new(read.freeze(), stream);
-                    let shared = (state.shared, state.table);
-                    serve_connection(io, shared, info, Versions::Either, watcher).await;
-                }
-                Ok(false) => tracing::debug!(%client, "not HTTP; closing"),
-                Err(_) => tracing::debug!(%client, "no request line in time"),
-            }
+        SocketMode::Http => Box::pin(http_connection((stream, read), state, info, watcher)).await,
+        SocketMode::Tls(tls) => {
+            Box::pin(tls_connection((stream, read), tls, state, info, watcher)).await;
         }
-        SocketMode::Tls(tls) => tls_connection((stream, read), tls, state, info, watcher).await,
         SocketMode::Tcp(table) => {
             // Bytes after the PROXY header go to the backend; the header
             // itself does not.
             let io = Rewind::new(read.freeze(), stream);
-            proxy_connection((io, true), client, table, None, state.tcp).await;
+            Box::pin(proxy_connection((io, true), client, table, None, state.tcp)).await;
         }
+    }
+}
+
+/// Judges the first bytes to be HTTP, then serves HTTP/1.1 or h2c.
+async fn http_connection(
+    (mut stream, mut read): (TcpStream, BytesMut),
+    state: SocketState,
+    info: ConnInfo,
+    watcher: watch::Receiver<bool>,
+) {
+    let client = info.client;
+    // Before its first request a connection is both idle and waiting for
+    // a head: the shorter limit.
+    let limits = &state.shared.limits;
+    let wait = limits.header_read_timeout.min(limits.idle_timeout);
+    let deadline = Instant::now() + wait;
+    let judged = plausible_start(&mut stream, &mut read);
+    match timeout_at(deadline, judged).await {
+        Ok(true) => {
+            let io = Rewind::new(read.freeze(), stream);
+            let shared = (state.shared, state.table);
+            serve_connection(io, shared, info, Versions::Either, watcher).await;
+        }
+        Ok(false) => tracing::debug!(%client, "not HTTP; closing"),
+        Err(_) => tracing::debug!(%client, "no request line in time"),
     }
 }
 
@@ -241,7 +254,12 @@ async fn tls_connection(
                         _ => Versions::Either,
                     };
                     let shared = (state.shared, state.table);
-                    serve_connection(tls_stream, shared, info, versions, watcher).await;
+                    // Boxed apart from the handshake's state, which is
+                    // done with by now.
+                    Box::pin(serve_connection(
+                        tls_stream, shared, info, versions, watcher,
+                    ))
+                    .await;
                 }
                 Ok(Err(e)) => tracing::debug!(%client, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%client, "TLS handshake timed out"),
@@ -252,7 +270,9 @@ async fn tls_connection(
             match timeout_at(deadline, acceptor.accept(io)).await {
                 Ok(Ok(tls_stream)) => {
                     let sni = hello.sni.as_deref();
-                    proxy_connection((tls_stream, false), client, table, sni, state.tcp).await;
+                    let relay =
+                        proxy_connection((tls_stream, false), client, table, sni, state.tcp);
+                    Box::pin(relay).await;
                 }
                 Ok(Err(e)) => tracing::debug!(%client, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%client, "TLS handshake timed out"),
@@ -263,5 +283,26 @@ async fn tls_connection(
             proxy_connection((io, true), client, table, sni, state.tcp).await;
         }
         TlsAction::Refuse => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the future `f` returns, without calling it.
+    fn future_size<A, B, C, D, E, Fut>(_: fn(A, B, C, D, E) -> Fut) -> usize {
+        std::mem::size_of::<Fut>()
+    }
+
+    /// Every accepted connection's task holds this future for as long as
+    /// the connection lasts, idle or not: what one idle keep-alive client
+    /// costs starts here.
+    #[test]
+    fn the_per_connection_future_stays_small() {
+        let size = future_size(serve);
+        eprintln!("per-connection future: {size} bytes");
+        eprintln!("tls: {}", future_size(tls_connection));
+        assert!(size <= 1024, "{size} bytes");
     }
 }
