@@ -401,3 +401,120 @@ fn the_live_admin_config_explains_like_the_directory() {
         assert_eq!(explain(&live), explain(&offline), "{method} {path}");
     }
 }
+
+/// Two HTTPS listeners sharing port 443, each with its own route.
+fn https_config() -> TempDir {
+    let certs = TempDir::new("explain-certs");
+    support::pki::ca(certs.path(), "ca");
+    support::pki::server(certs.path(), "gw", "ca", "DNS:a.test,DNS:*.wild.test");
+    let cert = std::fs::read_to_string(certs.path().join("gw.crt")).unwrap();
+    let key = std::fs::read_to_string(certs.path().join("gw.key")).unwrap();
+    let dir = TempDir::new("explain-https");
+    let route = |name: &str, section: &str| {
+        format!(
+            "---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: {name}
+spec:
+  parentRefs:
+  - name: gw
+    sectionName: {section}
+  rules:
+  - backendRefs:
+    - name: echo
+      port: 3000
+"
+        )
+    };
+    let listener = |name: &str, hostname: &str| {
+        format!(
+            "  - name: {name}
+    port: 443
+    protocol: HTTPS
+    hostname: \"{hostname}\"
+    tls:
+      certificateRefs:
+      - name: cert
+"
+        )
+    };
+    dir.write(
+        "config.yaml",
+        &format!(
+            "{}apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: gw
+spec:
+  gatewayClassName: coxswain
+  listeners:
+{}{}---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: cert
+type: kubernetes.io/tls
+stringData:
+  tls.crt: |
+{}  tls.key: |
+{}---
+{}{}{}",
+            support::GATEWAY_CLASS,
+            listener("exact", "a.test"),
+            listener("wild", "*.wild.test"),
+            support::indent(&cert, 4),
+            support::indent(&key, 4),
+            support::loopback_service("echo", 3000, &[]),
+            route("on-exact", "exact"),
+            route("on-wild", "wild"),
+        ),
+    );
+    dir
+}
+
+#[test]
+fn on_tls_sockets_the_sni_picks_the_listener_and_the_host_must_agree() {
+    let dir = https_config();
+    let (code, json) = explain_dir(&dir, &["https://a.test/"]);
+    assert_eq!(code, 0, "{json:#}");
+    assert_eq!(json["socket"]["tls"], true);
+    assert_eq!(json["request"]["sni"], "a.test");
+    assert_eq!(json["listener"]["name"], "exact");
+    assert_eq!(winner(&json), "default/on-exact");
+
+    let (_, json) = explain_dir(&dir, &["https://x.wild.test/"]);
+    assert_eq!(json["listener"]["name"], "wild");
+    assert_eq!(winner(&json), "default/on-wild");
+
+    let (code, json) = explain_dir(&dir, &["https://a.test/", "-H", "Host: x.wild.test"]);
+    assert_eq!(code, 1);
+    assert_eq!(json["verdict"]["outcome"], "misdirected");
+    assert_eq!(json["verdict"]["status"], 421);
+    assert!(
+        json["verdict"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the Host x.wild.test belongs to default/gw/wild"),
+        "{json:#}"
+    );
+
+    let (code, json) = explain_dir(&dir, &["https://nobody.test/"]);
+    assert_eq!(code, 1);
+    assert_eq!(json["verdict"]["outcome"], "no_listener");
+    assert_eq!(json["verdict"]["status"], Value::Null);
+    let reasons: Vec<&str> = json["other_listeners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "its hostname a.test does not cover the SNI nobody.test",
+            "its hostname *.wild.test does not cover the SNI nobody.test"
+        ]
+    );
+}
