@@ -66,10 +66,20 @@ pub struct ExplainArgs {
     pub output: ExplainFormat,
     /// As for `run` (with `--config`): the address of Gateways without
     /// spec.addresses.
-    #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
+    #[arg(
+        long,
+        default_value = "0.0.0.0",
+        value_name = "IP",
+        conflicts_with = "admin"
+    )]
     pub bind_address: IpAddr,
     /// As for `run` (with `--config`).
-    #[arg(long, default_value = coxswain_translate::DEFAULT_CONTROLLER_NAME, value_name = "NAME")]
+    #[arg(
+        long,
+        default_value = coxswain_translate::DEFAULT_CONTROLLER_NAME,
+        value_name = "NAME",
+        conflicts_with = "admin"
+    )]
     pub controller_name: String,
     /// As for `run`: `%2F`/`%5C` in paths kept or refused (400).
     #[arg(long, default_value = "keep", value_name = "ACTION")]
