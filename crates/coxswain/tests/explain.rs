@@ -518,3 +518,73 @@ fn on_tls_sockets_the_sni_picks_the_listener_and_the_host_must_agree() {
         ]
     );
 }
+
+#[test]
+fn filters_run_by_phase_not_in_the_order_the_rule_lists_them() {
+    let dir = TempDir::new("explain-phases");
+    support::quickstart_config(&dir, 8080, 3000);
+    dir.write(
+        "phases.yaml",
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: phases
+spec:
+  parentRefs:
+  - name: quickstart
+  rules:
+  - matches:
+    - path: {type: PathPrefix, value: /phases}
+    filters:
+    - type: ResponseHeaderModifier
+      responseHeaderModifier:
+        set:
+        - {name: x-out, value: '1'}
+    - type: RequestHeaderModifier
+      requestHeaderModifier:
+        set:
+        - {name: x-first, value: '1'}
+    - type: CORS
+      cors:
+        allowOrigins: ['https://app.test']
+    - type: ExtensionRef
+      extensionRef: {group: gateway.coxswain-labs.dev, kind: IpAccessControl, name: nowhere}
+    backendRefs:
+    - name: echo
+      port: 3000
+",
+    );
+    let (code, json) = explain_dir(&dir, &["http://h.test:8080/phases"]);
+    assert_eq!(code, 0, "{json:#}");
+    let order: Vec<(String, u64, String)> = json["filters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["phase"].as_str().unwrap().to_string(),
+                f["filter_index"].as_u64().unwrap(),
+                f["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("network".to_string(), 3, "unresolved filter".to_string()),
+            ("admission".to_string(), 2, "CORS".to_string()),
+            (
+                "transforms".to_string(),
+                1,
+                "RequestHeaderModifier".to_string()
+            ),
+        ]
+    );
+    assert_eq!(json["filters"][0]["answers"], 500);
+    assert_eq!(json["verdict"]["status"], 500);
+    assert_eq!(
+        json["response_filters"][0]["kind"],
+        "ResponseHeaderModifier (rule)"
+    );
+    assert_eq!(json["response_filters"][0]["detail"], "set x-out: 1");
+}
