@@ -23,11 +23,23 @@ pub struct Cli {
 pub enum Command {
     /// Serve the Gateways defined in a config directory, reloading on change.
     Run(RunArgs),
-    /// Load and translate a config directory, print each object's status.
+    /// Load and translate a config directory, print each object's status;
+    /// or, with `--diff`, what changes between two config directories.
     ///
     /// Exit status: 0 when every object is accepted, 1 when something is
-    /// rejected, 2 when a file cannot be loaded.
+    /// rejected, 2 when a file cannot be loaded. With `--diff`: 0 when the
+    /// two directories serve the same, 1 when they differ, 2 when a file
+    /// cannot be loaded.
     Check(CheckArgs),
+    /// Show what the gateway does with one request: the socket and
+    /// listener that take it, the rule that answers (and why every other
+    /// rule of that listener does not), its filters in the order they run
+    /// and the backends it may go to.
+    ///
+    /// The request is written as for curl: `[METHOD] URL [-H 'name: value']...`.
+    /// Exit status: 0 when a rule takes the request, 1 when none does,
+    /// 2 when the config or the request cannot be read.
+    Explain(crate::explain::ExplainArgs),
     /// Run a test backend that answers every request with a JSON
     /// description of what it received.
     Echo(EchoArgs),
@@ -63,12 +75,17 @@ pub struct RunArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// Directory of YAML/JSON files to check.
-    #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
-    /// Print every object with its computed status instead of a summary.
+    /// Directory of YAML/JSON files to check (two with `--diff`).
+    #[arg(value_name = "DIR", required = true, num_args = 1..=2)]
+    pub dirs: Vec<PathBuf>,
+    /// Print every object with its computed status instead of a summary:
+    /// `json` and `yaml` as a List, `describe` as `kubectl describe` does.
     #[arg(long, short = 'o', value_name = "FORMAT")]
     pub output: Option<OutputFormat>,
+    /// Compare two config directories (`check --diff DIR_A DIR_B`): which
+    /// listeners, routes and backends change from A to B, and how.
+    #[arg(long)]
+    pub diff: bool,
     /// GatewayClasses with this spec.controllerName are checked.
     #[arg(long, default_value = coxswain_translate::DEFAULT_CONTROLLER_NAME, value_name = "NAME")]
     pub controller_name: String,
@@ -78,6 +95,8 @@ pub struct CheckArgs {
 pub enum OutputFormat {
     Json,
     Yaml,
+    /// Each object's conditions as a table, per parent and ancestor.
+    Describe,
 }
 
 #[derive(Debug, clap::Args)]

@@ -19,6 +19,7 @@ mod controller;
 mod crds_cmd;
 mod duration;
 mod echo;
+mod explain;
 mod http_server;
 mod proxy_args;
 mod run;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         .init();
     match cli.command {
         cli::Command::Check(args) => check::check(&args),
+        cli::Command::Explain(args) => explain::explain(&args),
         cli::Command::Run(args) => with_runtime(run::run(args)),
         cli::Command::Echo(args) => with_runtime(echo::serve_forever(args)),
         cli::Command::Controller(args) => with_runtime(controller::run(args)),

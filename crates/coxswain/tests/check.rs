@@ -163,3 +163,142 @@ data:
         );
     }
 }
+
+#[test]
+fn describe_prints_conditions_as_tables_per_parent() {
+    let dir = TempDir::new("check-describe");
+    quickstart_config(&dir, 8080, 3000);
+    let routes = std::fs::read_to_string(dir.path().join("routes.yaml")).unwrap();
+    dir.write(
+        "routes.yaml",
+        &routes.replacen("- name: echo\n", "- name: missing\n", 1),
+    );
+    let (code, stdout, _) = check(&dir, &["-o", "describe"]);
+    assert_eq!(code, 1, "a rejected route still exits 1: {stdout}");
+    let route = stdout
+        .split("\n\n")
+        .find(|block| block.contains("Kind:       HTTPRoute\nName:       echo\n"))
+        .unwrap_or_else(|| panic!("no HTTPRoute echo block in:\n{stdout}"));
+    assert!(route.contains("Namespace:  default\n"), "{route}");
+    assert!(
+        route.contains("Parent quickstart:\n  Conditions:\n"),
+        "{route}"
+    );
+    let header = route
+        .lines()
+        .find(|l| l.trim_start().starts_with("Type"))
+        .unwrap();
+    for column in ["Type", "Status", "Reason", "Message"] {
+        assert!(header.contains(column), "{header}");
+    }
+    let resolved = route
+        .lines()
+        .find(|l| l.trim_start().starts_with("ResolvedRefs"))
+        .unwrap();
+    let cells: Vec<&str> = resolved.split_whitespace().collect();
+    assert_eq!(
+        &cells[..3],
+        ["ResolvedRefs", "False", "BackendNotFound"],
+        "{resolved}"
+    );
+
+    let gateway = stdout
+        .split("\n\n")
+        .find(|block| block.contains("Kind:       Gateway\n"))
+        .unwrap();
+    assert!(gateway.contains("Conditions:\n"), "{gateway}");
+    assert!(
+        gateway.contains("Listener http:\n  Conditions:\n"),
+        "{gateway}"
+    );
+    assert!(
+        gateway
+            .lines()
+            .any(|l| l.split_whitespace().take(2).eq(["Programmed", "True"])),
+        "{gateway}"
+    );
+    let service = stdout
+        .split("\n\n")
+        .find(|block| block.contains("Kind:       Service\n"))
+        .unwrap();
+    assert!(service.contains("Status:     none"), "{service}");
+}
+
+fn diff(a: &TempDir, b: &TempDir) -> (i32, String) {
+    let out = Command::new(BIN)
+        .args(["check", "--diff"])
+        .arg(a.path())
+        .arg(b.path())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+#[test]
+fn diff_of_identical_directories_exits_zero() {
+    let (a, b) = (TempDir::new("diff-a"), TempDir::new("diff-b"));
+    quickstart_config(&a, 8080, 3000);
+    quickstart_config(&b, 8080, 3000);
+    let (code, stdout) = diff(&a, &b);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(stdout, "no differences\n");
+}
+
+#[test]
+fn diff_names_changed_routes_rules_backends_and_listeners() {
+    let (a, b) = (TempDir::new("diff-a"), TempDir::new("diff-b"));
+    quickstart_config(&a, 8080, 3000);
+    quickstart_config(&b, 8080, 3000);
+    let routes = std::fs::read_to_string(b.path().join("routes.yaml")).unwrap();
+    // B: the catch-all's backend gets another weight, the api rule
+    // another path.
+    let routes = routes
+        .replacen("port: 3000\n", "port: 3000\n      weight: 5\n", 1)
+        .replacen("value: /api\n", "value: /api/v2\n", 1);
+    b.write("routes.yaml", &routes);
+    let gateway = std::fs::read_to_string(b.path().join("gateway.yaml")).unwrap();
+    b.write(
+        "gateway.yaml",
+        &format!("{gateway}  - name: admin\n    protocol: HTTP\n    port: 9090\n    hostname: admin.test\n"),
+    );
+    b.write(
+        "new-route.yaml",
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: extra
+spec:
+  parentRefs:
+  - name: quickstart
+    sectionName: admin
+  rules:
+  - backendRefs:
+    - name: echo
+      port: 3000
+",
+    );
+    let (code, stdout) = diff(&a, &b);
+    assert_eq!(code, 1, "{stdout}");
+    for line in [
+        "listeners:\n",
+        "  + default/quickstart/admin: ",
+        "hostname admin.test",
+        "routes:\n",
+        "  ~ HTTPRoute default/api\n",
+        "      ~ rule 0\n",
+        "          matches: PathPrefix /api, header x-api-version = \"v1\" -> PathPrefix /api/v2, header x-api-version = \"v1\"\n",
+        "  + HTTPRoute default/extra\n",
+        "conditions:\n",
+        "      rule 0: backends default/echo:3000 weight 1",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+    assert!(
+        stdout.contains("  ~ HTTPRoute default/echo\n      ~ rule 0\n          backends: default/echo:3000 weight 1 -> default/echo:3000 weight 5\n"),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with(" difference(s)\n"), "{stdout}");
+}

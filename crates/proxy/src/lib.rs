@@ -65,6 +65,7 @@ use compile::{Compiled, Plan, SocketKey};
 use l4::tcp::TcpTimeouts;
 use listen::{ListenerTask, SocketPlan};
 use metrics::Metrics;
+pub use pipeline::{Phase, PlannedStage};
 pub use route::CompiledRoute;
 use router::RouteCache;
 

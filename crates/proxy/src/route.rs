@@ -136,6 +136,12 @@ impl CompiledRoute {
         })
     }
 
+    /// The request stages in the order they run, by the IR filter each
+    /// came from (what `coxswain explain` prints).
+    pub fn request_plan(&self) -> Vec<crate::pipeline::PlannedStage> {
+        self.stages.plan()
+    }
+
     /// Weighted random choice; `None` when no backend has weight.
     pub fn choose_backend(&self) -> Option<&Backend> {
         self.backends.choose()

@@ -89,12 +89,29 @@ impl TlsSocket {
 
     /// The listener that owns `sni`, if any.
     pub fn pick(&self, sni: Option<&str>) -> Option<&TlsListener> {
-        self.listeners.iter().find(|l| match (&l.hostname, sni) {
-            (None, _) => true,
-            (Some(h), Some(name)) => h.matches(name),
-            (Some(_), None) => false,
-        })
+        self.listeners
+            .iter()
+            .find(|l| owns_sni(l.hostname.as_ref(), sni))
     }
+}
+
+/// Does a listener of this hostname take a ClientHello naming `sni`
+/// (lower-case, without trailing dot)?
+fn owns_sni(hostname: Option<&Hostname>, sni: Option<&str>) -> bool {
+    match (hostname, sni) {
+        (None, _) => true,
+        (Some(h), Some(name)) => h.matches(name),
+        (Some(_), None) => false,
+    }
+}
+
+/// The listener (index on `socket`) a ClientHello naming `sni` reaches:
+/// the choice [`TlsSocket::pick`] makes, without building the socket.
+pub fn sni_listener(socket: &Socket, sni: Option<&str>) -> Option<usize> {
+    socket
+        .listeners
+        .iter()
+        .position(|l| owns_sni(l.hostname.as_ref(), sni))
 }
 
 fn action(

@@ -54,7 +54,7 @@ use crate::route::CompiledRoute;
 use crate::router::CompiledMatch;
 use request_body::RequestBody;
 
-pub use stage::{RequestStages, compile as compile_stages};
+pub use stage::{Phase, PlannedStage, RequestStages, compile as compile_stages};
 
 /// What a stage decided.
 pub enum Flow {

@@ -36,6 +36,20 @@ pub enum Phase {
     Transforms,
 }
 
+impl Phase {
+    /// The phase's name in the table of [`super`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Network => "network",
+            Phase::Admission => "admission",
+            Phase::Authn => "authn",
+            Phase::Authz => "authz",
+            Phase::Limits => "limits",
+            Phase::Transforms => "transforms",
+        }
+    }
+}
+
 /// One step a route takes on a request before it goes upstream.
 #[derive(Debug)]
 pub enum RequestStage {
@@ -145,22 +159,51 @@ impl RequestStage {
 
 /// A rule's request stages, in phase order (spec order within a phase).
 #[derive(Debug, Default)]
-pub struct RequestStages(Box<[RequestStage]>);
+pub struct RequestStages {
+    stages: Box<[RequestStage]>,
+    /// For each stage, the index of the rule filter it was compiled from.
+    sources: Box<[usize]>,
+}
+
+/// One request stage as `coxswain explain` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlannedStage {
+    /// Index into the IR rule's `filters`.
+    pub filter: usize,
+    pub phase: Phase,
+}
 
 impl RequestStages {
-    pub fn new(mut stages: Vec<RequestStage>) -> Self {
+    /// `stages` paired with the index of the filter each came from.
+    pub fn new(mut stages: Vec<(usize, RequestStage)>) -> Self {
         // Stable: filters of one phase keep the order the rule gave them.
-        stages.sort_by_key(RequestStage::phase);
-        RequestStages(stages.into_boxed_slice())
+        stages.sort_by_key(|(_, stage)| stage.phase());
+        let (sources, stages): (Vec<_>, Vec<_>) = stages.into_iter().unzip();
+        RequestStages {
+            stages: stages.into_boxed_slice(),
+            sources: sources.into_boxed_slice(),
+        }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &RequestStage> {
-        self.0.iter()
+        self.stages.iter()
+    }
+
+    /// The order the stages run in, by the filter each came from.
+    pub fn plan(&self) -> Vec<PlannedStage> {
+        self.stages
+            .iter()
+            .zip(self.sources.iter())
+            .map(|(stage, &filter)| PlannedStage {
+                filter,
+                phase: stage.phase(),
+            })
+            .collect()
     }
 
     /// Runs every stage in order until one answers.
     pub async fn run<'r>(&'r self, ctx: &mut RequestCtx<'r>) -> Flow {
-        for stage in self.0.iter() {
+        for stage in self.stages.iter() {
             if let Flow::Answer(response) = stage.run(ctx).await {
                 return Flow::Answer(response);
             }
@@ -179,24 +222,25 @@ pub fn compile(
 ) -> (RequestStages, Vec<HeaderEdits>) {
     let mut stages = Vec::new();
     let mut response = Vec::new();
-    for filter in filters {
+    for (index, filter) in filters.iter().enumerate() {
+        let mut push = |stage| stages.push((index, stage));
         match filter {
             Filter::RequestHeaders(m) => {
-                stages.push(RequestStage::RequestHeaders(HeaderEdits::compile(m)));
+                push(RequestStage::RequestHeaders(HeaderEdits::compile(m)));
             }
             Filter::ResponseHeaders(m) => response.push(HeaderEdits::compile(m)),
-            Filter::Redirect(r) => stages.push(RequestStage::Redirect(r.clone())),
-            Filter::Rewrite(r) => stages.push(RequestStage::Rewrite(r.clone())),
-            Filter::Cors(c) => stages.push(RequestStage::Cors(CorsPolicy::compile(c))),
-            Filter::Mirror(m) => stages.push(RequestStage::Mirror(MirrorFilter::compile(
+            Filter::Redirect(r) => push(RequestStage::Redirect(r.clone())),
+            Filter::Rewrite(r) => push(RequestStage::Rewrite(r.clone())),
+            Filter::Cors(c) => push(RequestStage::Cors(CorsPolicy::compile(c))),
+            Filter::Mirror(m) => push(RequestStage::Mirror(MirrorFilter::compile(
                 m,
                 clusters,
                 &metrics.mirrors,
                 label,
             ))),
-            Filter::Extension(key) => stages.push(match extensions.get(key) {
-                Some(e) => {
-                    match &**e {
+            Filter::Extension(key) => {
+                push(match extensions.get(key) {
+                    Some(e) => match &**e {
                         CompiledExtension::RateLimit(limit) => RequestStage::RateLimit(
                             RuleLimit::new(limit.clone(), label, metrics.rate_limit_store.clone()),
                         ),
@@ -208,16 +252,16 @@ pub fn compile(
                             auth: auth.clone(),
                         },
                         _ => RequestStage::Extension(e.clone()),
+                    },
+                    None => {
+                        tracing::warn!(route = label, %key, "filter resource missing from the config");
+                        RequestStage::Deny(StatusCode::INTERNAL_SERVER_ERROR)
                     }
-                }
-                None => {
-                    tracing::warn!(route = label, %key, "filter resource missing from the config");
-                    RequestStage::Deny(StatusCode::INTERNAL_SERVER_ERROR)
-                }
-            }),
+                })
+            }
             Filter::Deny { status, reason } => {
                 tracing::debug!(route = label, %reason, "rule refuses its requests");
-                stages.push(RequestStage::Deny(broken_status(*status)));
+                push(RequestStage::Deny(broken_status(*status)));
             }
         }
     }
@@ -260,5 +304,14 @@ mod tests {
             })
             .collect();
         assert_eq!(order, ["cors", "x-first", "x-second"]);
+        let plan: Vec<_> = stages.plan().iter().map(|p| (p.filter, p.phase)).collect();
+        assert_eq!(
+            plan,
+            [
+                (1, Phase::Admission),
+                (0, Phase::Transforms),
+                (2, Phase::Transforms)
+            ]
+        );
     }
 }

@@ -7,6 +7,17 @@ use regex::{Regex, RegexBuilder};
 
 use super::RequestView;
 
+/// One condition of a match a request fails (see [`CompiledMatch::mismatches`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mismatch {
+    Path,
+    Method,
+    /// The match's header condition at this index (IR order).
+    Header(usize),
+    /// The match's query parameter condition at this index (IR order).
+    Query(usize),
+}
+
 /// Why a match could not be compiled (the whole route is skipped).
 #[derive(Debug)]
 pub struct MatchError(pub String);
@@ -145,6 +156,32 @@ impl CompiledMatch {
         })
     }
 
+    /// Every condition `req` fails, in the match's own order; empty exactly
+    /// when [`CompiledMatch::matches`] holds. Allocates: for tools that
+    /// explain a routing decision, never for the request path.
+    pub fn mismatches(&self, req: &RequestView<'_>) -> Vec<Mismatch> {
+        let mut out = Vec::new();
+        if !self.path_matches(req.path) {
+            out.push(Mismatch::Path);
+        }
+        if self.method.as_ref().is_some_and(|m| m != req.method) {
+            out.push(Mismatch::Method);
+        }
+        for (i, (name, want)) in self.headers.iter().enumerate() {
+            let found = req.headers.get(name).and_then(|v| v.to_str().ok());
+            if !found.is_some_and(|v| want.matches(v)) {
+                out.push(Mismatch::Header(i));
+            }
+        }
+        for (i, (name, want)) in self.query.iter().enumerate() {
+            let found = req.query.and_then(|q| first_query_value(q, name));
+            if !found.is_some_and(|v| want.matches(v)) {
+                out.push(Mismatch::Query(i));
+            }
+        }
+        out
+    }
+
     /// The prefix `ReplacePrefixMatch` replaces: the matched prefix, or the
     /// whole path for an exact match. `None` for regex matches.
     pub fn replaceable_prefix(&self) -> Option<&str> {
@@ -166,6 +203,72 @@ mod tests {
         assert!(prefix_matches("/foo", "/foo/bar"));
         assert!(!prefix_matches("/foo", "/foobar"));
         assert!(prefix_matches("", "/anything"));
+    }
+
+    #[test]
+    fn mismatches_name_every_failed_condition_and_agree_with_matches() {
+        let m = CompiledMatch::compile(&RouteMatch {
+            path: PathMatch::Prefix("/api".into()),
+            method: Some("POST".into()),
+            headers: vec![
+                HeaderMatch {
+                    name: "x-a".into(),
+                    value: StringMatch::Exact("1".into()),
+                },
+                HeaderMatch {
+                    name: "x-b".into(),
+                    value: StringMatch::Regex("^v[0-9]$".into()),
+                },
+            ],
+            query: vec![QueryMatch {
+                name: "q".into(),
+                value: StringMatch::Exact("yes".into()),
+            }],
+            grpc: None,
+        })
+        .unwrap();
+        let mut headers = http::HeaderMap::new();
+        headers.insert("x-b", "v2".parse().unwrap());
+        let cases = [
+            (
+                "/api/x",
+                http::Method::POST,
+                Some("q=yes"),
+                vec![Mismatch::Header(0)],
+            ),
+            (
+                "/apix",
+                http::Method::GET,
+                None,
+                vec![
+                    Mismatch::Path,
+                    Mismatch::Method,
+                    Mismatch::Header(0),
+                    Mismatch::Query(0),
+                ],
+            ),
+        ];
+        for (path, method, query, want) in cases {
+            let req = RequestView {
+                host: "h",
+                method: &method,
+                path,
+                query,
+                headers: &headers,
+            };
+            assert_eq!(m.mismatches(&req), want, "{path}");
+            assert!(!m.matches(&req));
+        }
+        headers.insert("x-a", "1".parse().unwrap());
+        let req = RequestView {
+            host: "h",
+            method: &http::Method::POST,
+            path: "/api",
+            query: Some("q=yes"),
+            headers: &headers,
+        };
+        assert!(m.mismatches(&req).is_empty());
+        assert!(m.matches(&req));
     }
 
     #[test]

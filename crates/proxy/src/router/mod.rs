@@ -22,7 +22,7 @@ use coxswain_ir::{Config, Hostname, Listener, MatchSpecificity, Transport};
 use http::{HeaderMap, Method};
 
 pub use bucket::Entry;
-pub use matcher::{CompiledMatch, CompiledPath, MatchError, prefix_matches};
+pub use matcher::{CompiledMatch, CompiledPath, MatchError, Mismatch, prefix_matches};
 pub use reuse::RouteCache;
 
 use crate::backend_tls::BackendIdentity;

@@ -1,11 +1,16 @@
-//! `coxswain check DIR`: the whole pipeline except serving, offline.
+//! `coxswain check DIR`: the whole pipeline except serving, offline;
+//! `coxswain check --diff DIR_A DIR_B`: what changes between two configs.
+
+mod describe;
+mod diff;
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::path::Path;
 use std::process::ExitCode;
 
 use coxswain_api::{Kind, Object};
 use coxswain_ir::REDACTED_KEY;
-use coxswain_provider_file::load_dir;
+use coxswain_provider_file::{Loaded, load_dir};
 use coxswain_translate::{Options, Output, translate};
 
 use crate::cli::{CheckArgs, OutputFormat};
@@ -14,28 +19,51 @@ use crate::conditions::conditions;
 const EXIT_REJECTED: u8 = 1;
 const EXIT_LOAD_FAILED: u8 = 2;
 
-pub fn check(args: &CheckArgs) -> ExitCode {
-    let loaded = load_dir(&args.dir);
+/// Loads and translates `dir`; on load errors prints them and gives up.
+fn load_and_translate(dir: &Path, controller_name: &str) -> Option<(Loaded, Output)> {
+    let loaded = load_dir(dir);
     if !loaded.errors.is_empty() {
         for error in &loaded.errors {
             eprintln!("{error}");
         }
-        eprintln!(
-            "{} error(s) loading {}",
-            loaded.errors.len(),
-            args.dir.display()
-        );
-        return ExitCode::from(EXIT_LOAD_FAILED);
+        eprintln!("{} error(s) loading {}", loaded.errors.len(), dir.display());
+        return None;
     }
     let options = Options {
-        controller_name: args.controller_name.clone(),
+        controller_name: controller_name.to_string(),
         default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         now: crate::run::now(),
     };
     let output = translate(&loaded.snapshot, &options);
+    Some((loaded, output))
+}
+
+pub fn check(args: &CheckArgs) -> ExitCode {
+    match (args.diff, args.dirs.as_slice()) {
+        (true, [a, b]) if args.output.is_none() => diff::run(a, b, &args.controller_name),
+        (true, [_, _]) => usage("--diff prints its own report: drop -o"),
+        (true, _) => usage("--diff compares two directories: check --diff DIR_A DIR_B"),
+        (false, [dir]) => check_one(dir, args),
+        (false, _) => usage("check takes one directory (two only with --diff)"),
+    }
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_LOAD_FAILED)
+}
+
+fn check_one(dir: &Path, args: &CheckArgs) -> ExitCode {
+    let Some((loaded, output)) = load_and_translate(dir, &args.controller_name) else {
+        return ExitCode::from(EXIT_LOAD_FAILED);
+    };
     let printed = match args.output {
         None => {
             print_summary(&loaded.objects, &output);
+            Ok(())
+        }
+        Some(OutputFormat::Describe) => {
+            print!("{}", describe::describe(&loaded.objects, &output));
             Ok(())
         }
         Some(format) => print_list(&loaded.objects, &output, format),
@@ -105,6 +133,7 @@ fn print_list(objects: &[Object], output: &Output, format: OutputFormat) -> anyh
     match format {
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&list)?),
         OutputFormat::Yaml => print!("{}", serde_yaml_ng::to_string(&list)?),
+        OutputFormat::Describe => print!("{}", describe::describe(objects, output)),
     }
     Ok(())
 }
