@@ -65,7 +65,7 @@ use compile::{Compiled, Plan, SocketKey};
 use l4::tcp::TcpTimeouts;
 use listen::{ListenerTask, SocketPlan};
 use metrics::Metrics;
-pub use route::CompiledRoute;
+pub use route::{CompiledRoute, route_label};
 use router::RouteCache;
 
 /// Tunables that are not part of the routing config.
