@@ -355,3 +355,89 @@ pub fn backends(config: &Config, samples: &[Sample]) -> Value {
         .collect();
     Value::Array(items)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admin::console::scrape::parse;
+    use coxswain_ir::{Cluster, Endpoint, UpstreamProtocol};
+
+    fn statuses() -> Value {
+        let accepted = json!({"conditions": [{"type": "Accepted", "status": "True",
+            "reason": "Accepted", "message": "", "observedGeneration": 3,
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+        json!([
+            {"kind": "GatewayClass", "namespace": "", "name": "c", "status": accepted},
+            {"kind": "Gateway", "namespace": "ns", "name": "g", "status": accepted},
+            {"kind": "ListenerSet", "namespace": "ns", "name": "ls", "status": accepted},
+            {"kind": "TCPRoute", "namespace": "ns", "name": "t", "status": {"parents": []}},
+            {"kind": "CoxswainRateLimit", "namespace": "ns", "name": "rl", "status": accepted},
+            {"kind": "BackendTLSPolicy", "namespace": "ns", "name": "tls", "status": {"ancestors": [
+                {"ancestorRef": {"kind": "Service", "name": "api"}, "controllerName": "x",
+                 "conditions": accepted["conditions"]}]}},
+        ])
+    }
+
+    #[test]
+    fn policies_are_every_other_status_with_bookkeeping_dropped() {
+        let all = policies(&statuses());
+        let names: Vec<&str> = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["rl", "tls"]);
+        let tls = &all[1];
+        assert_eq!(tls["ancestors"][0]["ancestorRef"]["name"], "api");
+        let condition = &tls["ancestors"][0]["conditions"][0];
+        assert_eq!(condition["reason"], "Accepted");
+        assert!(condition.get("observedGeneration").is_none(), "{condition}");
+    }
+
+    #[test]
+    fn gateway_listeners_not_in_the_config_are_not_serving() {
+        let mut status = statuses();
+        status[1]["status"]["listeners"] =
+            json!([{"name": "http", "attachedRoutes": 1, "conditions": []}]);
+        let all = gateways(&status, &Config::default());
+        assert_eq!(all.as_array().unwrap().len(), 1);
+        assert_eq!(all[0]["listeners"][0]["attachedRoutes"], 1);
+        assert_eq!(all[0]["listeners"][0]["serving"], json!([]));
+    }
+
+    #[test]
+    fn endpoints_get_their_own_breaker_and_none_without_one() {
+        let cluster = Cluster {
+            name: "ns/api:80".into(),
+            protocol: UpstreamProtocol::Http1,
+            endpoints: ["10.0.0.1:8080", "10.0.0.2:8080"]
+                .iter()
+                .map(|a| Endpoint {
+                    address: a.parse().unwrap(),
+                })
+                .collect(),
+            tls: None,
+            policy: None,
+            retry_budget: None,
+        };
+        let config = Config {
+            clusters: vec![cluster],
+            ..Config::default()
+        };
+        let text = "coxswain_proxy_circuit_breaker_state{upstream=\"ns/api:80\",endpoint=\"10.0.0.1:8080\"} 2\n\
+                    coxswain_proxy_circuit_breaker_rejected_total{upstream=\"ns/api:80\",endpoint=\"10.0.0.1:8080\"} 4\n\
+                    coxswain_proxy_circuit_breaker_state{upstream=\"ns/other:80\",endpoint=\"10.0.0.2:8080\"} 1\n";
+        let all = backends(&config, &parse(text));
+        let endpoints = &all[0]["endpoints"];
+        assert_eq!(
+            endpoints[0]["breaker"],
+            json!({"state": "half-open", "rejected": 4})
+        );
+        assert_eq!(
+            endpoints[1]["breaker"],
+            Value::Null,
+            "another cluster's breaker"
+        );
+    }
+}
