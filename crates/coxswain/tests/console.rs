@@ -221,6 +221,18 @@ fn console_api_joins_status_config_and_metrics() {
         "{page}"
     );
     assert!(page.contains("<script src=\"console.js\""));
+    let root = curl(&[
+        "-D",
+        "-",
+        "-o",
+        "/dev/null",
+        &format!("http://{}/", scene.gateway.admin),
+    ]);
+    let root = String::from_utf8_lossy(&root.stdout).to_ascii_lowercase();
+    assert!(
+        root.starts_with("http/1.1 308") && root.contains("location: /console/"),
+        "{root}"
+    );
 }
 
 /// Metric names in a PromQL expression: identifiers left after dropping
