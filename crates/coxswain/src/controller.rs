@@ -35,7 +35,8 @@ pub struct ControllerArgs {
     /// Address listeners bind to when a Gateway has no assigned address.
     #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
     pub bind_address: IpAddr,
-    /// Admin endpoint: /healthz, /readyz, /config, /status, /metrics.
+    /// Admin endpoint: /healthz, /readyz, /config, /status, /metrics, the
+    /// read-only console (/console/) and its JSON views (/api/v1/).
     #[arg(long, default_value = "127.0.0.1:9901", value_name = "ADDR")]
     pub admin_address: SocketAddr,
     /// Namespace of the leader-election Lease (default: $POD_NAMESPACE,

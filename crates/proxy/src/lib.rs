@@ -66,7 +66,7 @@ use l4::tcp::TcpTimeouts;
 use listen::{ListenerTask, SocketPlan};
 use metrics::Metrics;
 pub use pipeline::{Phase, PlannedStage};
-pub use route::CompiledRoute;
+pub use route::{CompiledRoute, route_label};
 use router::RouteCache;
 
 /// Tunables that are not part of the routing config.

@@ -1,5 +1,7 @@
-//! The admin listener: health, readiness, live config, statuses, metrics.
+//! The admin listener: health, readiness, live config, statuses, metrics,
+//! and the read-only console.
 
+mod console;
 mod state;
 
 pub use state::{ReloadOutcome, ReloadState};
@@ -29,6 +31,7 @@ pub struct Admin {
     pub proxy: Proxy,
     pub state: Arc<ReloadState>,
     pub extra_metrics: Option<MetricsRenderer>,
+    pub console: Arc<console::Console>,
 }
 
 impl Admin {
@@ -49,6 +52,7 @@ impl Admin {
             proxy: proxy.clone(),
             state: state.clone(),
             extra_metrics,
+            console: Arc::new(console::Console::new(std::time::Instant::now())),
         };
         tokio::spawn(admin.serve(listener));
         Ok((proxy, state))
@@ -82,7 +86,10 @@ impl Admin {
                 }
                 respond(200, PROMETHEUS, out)
             }
-            _ => respond(404, TEXT, "not found\n"),
+            path => self
+                .console
+                .handle(path, &self.proxy, &self.state)
+                .unwrap_or_else(|| respond(404, TEXT, "not found\n")),
         }
     }
 }
