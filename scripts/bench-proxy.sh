@@ -43,6 +43,8 @@ source "$ROOT/bench/lib/procs.sh"
 source "$ROOT/bench/lib/load.sh"
 # shellcheck source=../bench/lib/setup.sh
 source "$ROOT/bench/lib/setup.sh"
+# shellcheck source=../bench/lib/http_proxies.sh
+source "$ROOT/bench/lib/http_proxies.sh"
 cleanup() {
     stop_all_started
     rm -rf "$WORKDIR"
@@ -56,68 +58,12 @@ ensure_tools
 mkdir -p "$WORKDIR/tmp"
 BODY=$(head -c 1024 /dev/zero | tr '\0' 'x')
 
-# render_config TEMPLATE OUT KEY=VALUE... : replace @KEY@ placeholders.
-render_config() {
-    local template=$1 out=$2 kv script=""
-    shift 2
-    for kv in "$@"; do
-        script+="s|@${kv%%=*}@|${kv#*=}|g;"
-    done
-    sed -e "$script" "$ROOT/bench/configs/$template" >"$out"
-}
-
 # ---- origin ---------------------------------------------------------------
 ORIGIN_PORT=$(free_port)
 render_config origin-nginx.conf "$WORKDIR/origin.conf" \
     WORKDIR="$WORKDIR" ORIGIN_PORT="$ORIGIN_PORT" BODY="$BODY"
 start_pinned origin 1 nginx -p "$WORKDIR" -e "$WORKDIR/origin-error.log" -c "$WORKDIR/origin.conf"
 wait_http "http://127.0.0.1:$ORIGIN_PORT/" 20
-
-# ---- proxies: each sets PROXY_PID, H1_URL and H2C_URL -----------------------
-start_nginx() {
-    local port h2c
-    port=$(free_port) h2c=$(free_port)
-    render_config proxy-nginx.conf "$WORKDIR/proxy-nginx.conf" WORKDIR="$WORKDIR" \
-        ORIGIN_PORT="$ORIGIN_PORT" LISTEN_PORT="$port" H2C_PORT="$h2c"
-    start_pinned proxy-nginx 0 nginx -p "$WORKDIR" -e "$WORKDIR/proxy-nginx-error.log" \
-        -c "$WORKDIR/proxy-nginx.conf"
-    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL="http://127.0.0.1:$h2c/"
-}
-
-start_haproxy() {
-    local port
-    port=$(free_port)
-    render_config proxy-haproxy.cfg "$WORKDIR/proxy-haproxy.cfg" \
-        ORIGIN_PORT="$ORIGIN_PORT" LISTEN_PORT="$port"
-    start_pinned proxy-haproxy 0 haproxy -db -f "$WORKDIR/proxy-haproxy.cfg"
-    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
-}
-
-start_envoy() {
-    local port
-    port=$(free_port)
-    render_config proxy-envoy.yaml "$WORKDIR/proxy-envoy.yaml" \
-        ORIGIN_PORT="$ORIGIN_PORT" LISTEN_PORT="$port"
-    start_pinned proxy-envoy 0 "$ENVOY_BIN" -c "$WORKDIR/proxy-envoy.yaml" \
-        --concurrency 1 -l warning --disable-hot-restart
-    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
-}
-
-start_coxswain() {
-    local port admin help args
-    port=$(free_port) admin=$(free_port)
-    "$ROOT/bench/gen-coxswain-config.sh" "$WORKDIR/coxswain-config" "$port" "$ORIGIN_PORT"
-    args=(run --config "$WORKDIR/coxswain-config" --admin-address "127.0.0.1:$admin")
-    help=$("$COXSWAIN_BIN" run --help 2>&1 || true)
-    if grep -q -- '--worker-threads' <<<"$help"; then args+=(--worker-threads 1); fi
-    if grep -q -- '--bind-address' <<<"$help"; then args+=(--bind-address 127.0.0.1); fi
-    # tokio's multi-thread runtime honours TOKIO_WORKER_THREADS when the
-    # binary does not set a worker count itself.
-    start_pinned proxy-coxswain 0 env TOKIO_WORKER_THREADS=1 RUST_LOG=warn \
-        "$COXSWAIN_BIN" "${args[@]}"
-    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
-    WATCH_PID=$PROXY_PID wait_http "http://127.0.0.1:$admin/readyz" 60
-}
 
 # ---- measurement ------------------------------------------------------------
 RESULTS="$WORKDIR/results.tsv"

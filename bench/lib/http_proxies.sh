@@ -1,0 +1,64 @@
+# The HTTP proxies of the side-by-side benchmarks, each configured the same
+# way (one worker, pinned to core 0, in front of the origin on ORIGIN_PORT).
+# Sourced by scripts/bench-proxy.sh and scripts/bench-memory.sh; expects
+# ROOT, WORKDIR, ORIGIN_PORT and COXSWAIN_BIN, and bench/lib/procs.sh.
+# MAX_CONNECTIONS (default 8192) caps client connections where a proxy
+# needs a cap configured.
+
+# render_config TEMPLATE OUT KEY=VALUE... : replace @KEY@ placeholders.
+render_config() {
+    local template=$1 out=$2 kv script=""
+    shift 2
+    for kv in "$@"; do
+        script+="s|@${kv%%=*}@|${kv#*=}|g;"
+    done
+    sed -e "$script" "$ROOT/bench/configs/$template" >"$out"
+}
+
+# Each start_PROXY sets PROXY_PID, H1_URL and H2C_URL.
+start_nginx() {
+    local port h2c
+    port=$(free_port) h2c=$(free_port)
+    render_config proxy-nginx.conf "$WORKDIR/proxy-nginx.conf" WORKDIR="$WORKDIR" \
+        ORIGIN_PORT="$ORIGIN_PORT" LISTEN_PORT="$port" H2C_PORT="$h2c" \
+        MAX_CONNECTIONS="${MAX_CONNECTIONS:-8192}"
+    start_pinned proxy-nginx 0 nginx -p "$WORKDIR" -e "$WORKDIR/proxy-nginx-error.log" \
+        -c "$WORKDIR/proxy-nginx.conf"
+    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL="http://127.0.0.1:$h2c/"
+}
+
+start_haproxy() {
+    local port
+    port=$(free_port)
+    render_config proxy-haproxy.cfg "$WORKDIR/proxy-haproxy.cfg" \
+        ORIGIN_PORT="$ORIGIN_PORT" LISTEN_PORT="$port" MAX_CONNECTIONS="${MAX_CONNECTIONS:-8192}"
+    start_pinned proxy-haproxy 0 haproxy -db -f "$WORKDIR/proxy-haproxy.cfg"
+    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
+}
+
+start_envoy() {
+    local port
+    port=$(free_port)
+    render_config proxy-envoy.yaml "$WORKDIR/proxy-envoy.yaml" \
+        ORIGIN_PORT="$ORIGIN_PORT" LISTEN_PORT="$port"
+    start_pinned proxy-envoy 0 "$ENVOY_BIN" -c "$WORKDIR/proxy-envoy.yaml" \
+        --concurrency 1 -l warning --disable-hot-restart
+    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
+}
+
+start_coxswain() {
+    local port admin help args
+    port=$(free_port) admin=$(free_port)
+    "$ROOT/bench/gen-coxswain-config.sh" "$WORKDIR/coxswain-config" "$port" "$ORIGIN_PORT"
+    args=(run --config "$WORKDIR/coxswain-config" --admin-address "127.0.0.1:$admin")
+    help=$("$COXSWAIN_BIN" run --help 2>&1 || true)
+    if grep -q -- '--worker-threads' <<<"$help"; then args+=(--worker-threads 1); fi
+    if grep -q -- '--bind-address' <<<"$help"; then args+=(--bind-address 127.0.0.1); fi
+    # tokio's multi-thread runtime honours TOKIO_WORKER_THREADS when the
+    # binary does not set a worker count itself.
+    start_pinned proxy-coxswain 0 env TOKIO_WORKER_THREADS=1 RUST_LOG=warn \
+        "$COXSWAIN_BIN" "${args[@]}"
+    PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
+    WATCH_PID=$PROXY_PID wait_http "http://127.0.0.1:$admin/readyz" 60
+}
+
