@@ -47,15 +47,23 @@ fn main() -> ExitCode {
     match cli.command {
         cli::Command::Check(args) => check::check(&args),
         cli::Command::Explain(args) => explain::explain(&args),
-        cli::Command::Run(args) => with_runtime(run::run(args)),
-        cli::Command::Echo(args) => with_runtime(echo::serve_forever(args)),
-        cli::Command::Controller(args) => with_runtime(controller::run(args)),
+        cli::Command::Run(args) => with_runtime(args.proxy.worker_threads, run::run(args)),
+        cli::Command::Echo(args) => with_runtime(0, echo::serve_forever(args)),
+        cli::Command::Controller(args) => {
+            with_runtime(args.proxy.worker_threads, controller::run(args))
+        }
         cli::Command::Crds => crds_cmd::print(),
     }
 }
 
-fn with_runtime(future: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
+/// Runs `future` on a multi-threaded runtime of `workers` threads (0: one
+/// per core).
+fn with_runtime(workers: usize, future: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if workers > 0 {
+        builder.worker_threads(workers);
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

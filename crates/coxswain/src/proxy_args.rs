@@ -13,6 +13,10 @@ use crate::duration::parse_duration;
 
 #[derive(Debug, clap::Args)]
 pub struct ProxyArgs {
+    /// Threads serving connections (0: one per CPU core). As nginx's
+    /// worker_processes: one worker per core the gateway may use.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub worker_threads: usize,
     /// How long in-flight requests may finish after SIGTERM (e.g. 30s, 500ms).
     #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
