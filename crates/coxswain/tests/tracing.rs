@@ -309,3 +309,143 @@ fn each_upstream_attempt_of_a_retried_request_is_a_span() {
         assert_eq!(resend, (n > 0).then_some(n as i64), "attempt {n}");
     }
 }
+
+/// The tools/ext-authz service (Envoy's Authorization/Check over gRPC),
+/// stopped when dropped.
+struct AuthService(std::process::Child);
+
+impl Drop for AuthService {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn auth_service(grpc: u16) -> AuthService {
+    use std::io::BufRead;
+    let binary = build_tool("ext-authz/build.sh").remove(0);
+    let mut child = std::process::Command::new(binary)
+        .args(["-http", &format!("127.0.0.1:{}", free_port())])
+        .args(["-grpc", &format!("127.0.0.1:{grpc}")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both addresses are printed once both listen.
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(lines.next().unwrap().unwrap().starts_with("http "));
+    assert!(lines.next().unwrap().unwrap().starts_with("grpc "));
+    AuthService(child)
+}
+
+/// A rule under /checked guarded by a gRPC CoxswainExternalAuth.
+fn checked_route(grpc: u16, echo_port: u16) -> String {
+    format!(
+        "apiVersion: v1
+kind: Service
+metadata:
+  name: authz
+spec:
+  ports:
+  - {{name: grpc, port: {grpc}, protocol: TCP}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: authz-local
+  labels:
+    kubernetes.io/service-name: authz
+addressType: IPv4
+ports:
+- {{name: grpc, port: {grpc}, protocol: TCP}}
+endpoints:
+- addresses: [127.0.0.1]
+  conditions:
+    ready: true
+---
+apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: CoxswainExternalAuth
+metadata:
+  name: check
+spec:
+  protocol: GRPC
+  backendRef: {{name: authz, port: {grpc}}}
+  timeout: 2s
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: checked
+spec:
+  parentRefs:
+  - name: quickstart
+  rules:
+  - matches:
+    - path: {{type: PathPrefix, value: /checked}}
+    filters:
+    - type: ExtensionRef
+      extensionRef: {{group: gateway.coxswain-labs.dev, kind: CoxswainExternalAuth, name: check}}
+    backendRefs:
+    - name: echo
+      port: {echo_port}
+"
+    )
+}
+
+#[test]
+fn an_external_authorization_check_is_a_span_of_the_request() {
+    let jaeger = Jaeger::start();
+    let auth_grpc = free_port();
+    let _auth = auth_service(auth_grpc);
+    let config = TempDir::new("tracing-authz");
+    let (http_port, echo_port) = (free_port(), free_port());
+    quickstart_config(&config, http_port, echo_port);
+    config.write("checked.yaml", &checked_route(auth_grpc, echo_port));
+    let gw = traced(&jaeger, "http", config, (http_port, echo_port), &[]);
+    let check_name = "envoy.service.auth.v3.Authorization/Check";
+
+    let allowed = "4af7183fb1d4cf5f4bf92f3577b34da6";
+    let header = format!("traceparent: 00-{allowed}-00f067aa0ba902b7-01");
+    let (code, body) = curl_get(
+        &["-H", &header, "-H", "x-test-auth: allow"],
+        &gw.url("/checked"),
+    );
+    assert_eq!(code, 200, "{body}");
+    let trace = jaeger.wait_trace(allowed, 3);
+    let server = only(trace.of_kind("server"), "server");
+    let clients = trace.of_kind("client");
+    assert_eq!(clients.len(), 2, "the check, then the upstream attempt");
+    let check = clients.iter().find(|s| s.name() == check_name).unwrap();
+    let attempt = clients.iter().find(|s| s.name() == "GET").unwrap();
+    for child in [check, attempt] {
+        assert_eq!(child.parent(), Some(server.id()));
+    }
+    assert_eq!(
+        check.text("coxswain.ext_authz.decision").as_deref(),
+        Some("allow")
+    );
+    assert_eq!(check.int("rpc.grpc.status_code"), Some(0));
+    assert_eq!(check.int("server.port"), Some(i64::from(auth_grpc)));
+    assert!(check.0["startTime"].as_u64() <= attempt.0["startTime"].as_u64());
+
+    let denied = "6af7183fb1d4cf5f4bf92f3577b34da6";
+    let header = format!("traceparent: 00-{denied}-00f067aa0ba902b7-01");
+    let (code, _) = curl_get(
+        &["-H", &header, "-H", "x-test-auth: deny"],
+        &gw.url("/checked"),
+    );
+    assert_eq!(code, 403);
+    let trace = jaeger.wait_trace(denied, 2);
+    let server = only(trace.of_kind("server"), "server");
+    assert_eq!(server.int("http.response.status_code"), Some(403));
+    assert_eq!(
+        server.tag("error"),
+        None,
+        "a 4xx is the client's, not an error"
+    );
+    let check = only(trace.of_kind("client"), "client");
+    assert_eq!(check.name(), check_name);
+    assert_eq!(
+        check.text("coxswain.ext_authz.decision").as_deref(),
+        Some("deny")
+    );
+}
