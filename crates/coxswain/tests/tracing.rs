@@ -449,3 +449,56 @@ fn an_external_authorization_check_is_a_span_of_the_request() {
         Some("deny")
     );
 }
+
+#[test]
+fn a_grpc_call_no_route_took_is_a_server_span_with_its_grpc_status() {
+    let jaeger = Jaeger::start();
+    let config = TempDir::new("tracing-grpc");
+    let (http_port, echo_port) = (free_port(), free_port());
+    quickstart_config(&config, http_port, echo_port);
+    // Only /only is routed: the call below is answered by the gateway.
+    config.write(
+        "routes.yaml",
+        &tagged_route("only", "/only", "only", echo_port),
+    );
+    let gw = traced(&jaeger, "grpc", config, (http_port, echo_port), &[]);
+    let trace_id = "7af7183fb1d4cf5f4bf92f3577b34da6";
+    let out = curl(&[
+        "--http2-prior-knowledge",
+        "-X",
+        "POST",
+        "-H",
+        "content-type: application/grpc",
+        "-H",
+        &format!("traceparent: 00-{trace_id}-00f067aa0ba902b7-01"),
+        "--data-binary",
+        "",
+        "-D",
+        "-",
+        &gw.url("/grpc.testing.TestService/EmptyCall"),
+    ]);
+    let head = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    assert!(head.contains("grpc-status: 12"), "{head}");
+
+    let trace = jaeger.wait_trace(trace_id, 1);
+    let server = only(trace.of_kind("server"), "server");
+    assert_eq!(server.name(), "grpc.testing.TestService/EmptyCall");
+    assert_eq!(server.text("rpc.system").as_deref(), Some("grpc"));
+    assert_eq!(
+        server.text("rpc.service").as_deref(),
+        Some("grpc.testing.TestService")
+    );
+    assert_eq!(server.text("rpc.method").as_deref(), Some("EmptyCall"));
+    assert_eq!(
+        server.int("rpc.grpc.status_code"),
+        Some(12),
+        "UNIMPLEMENTED"
+    );
+    assert_eq!(server.tag("error"), Some(serde_json::json!(true)));
+    assert_eq!(server.tag("coxswain.route.name"), None, "no route took it");
+    assert_eq!(
+        server.text("network.protocol.version").as_deref(),
+        Some("2")
+    );
+    assert!(trace.of_kind("client").is_empty());
+}
