@@ -103,7 +103,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let rendered = metrics.clone();
     let render: MetricsRenderer = Arc::new(move |out: &mut String| rendered.render(out));
     let (proxy, state) =
-        Admin::start(args.admin_address, args.proxy.options(), Some(render)).await?;
+        Admin::start(args.admin_address, args.proxy.options()?, Some(render)).await?;
 
     let lease_namespace = args
         .leader_lease_namespace

@@ -23,6 +23,7 @@ mod explain;
 mod http_server;
 mod proxy_args;
 mod run;
+mod tracing_args;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

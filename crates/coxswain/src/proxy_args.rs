@@ -90,6 +90,8 @@ pub struct ProxyArgs {
     /// own x-forwarded-client-cert is always removed.
     #[arg(long)]
     pub forward_client_cert: bool,
+    #[command(flatten)]
+    pub tracing: crate::tracing_args::TracingArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -99,8 +101,8 @@ pub enum EscapedSlashesArg {
 }
 
 impl ProxyArgs {
-    pub fn options(&self) -> ProxyOptions {
-        ProxyOptions {
+    pub fn options(&self) -> anyhow::Result<ProxyOptions> {
+        Ok(ProxyOptions {
             drain_timeout: self.drain_timeout,
             path: PathOptions {
                 escaped_slashes: match self.path_escaped_slashes {
@@ -137,6 +139,7 @@ impl ProxyArgs {
                 max_connections_per_listener: self.max_connections_per_listener,
                 max_requests_in_flight: self.max_requests_in_flight,
             },
-        }
+            tracing: self.tracing.options()?,
+        })
     }
 }

@@ -25,7 +25,7 @@ pub fn now() -> Time {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let (proxy, state) = Admin::start(args.admin_address, args.proxy.options(), None).await?;
+    let (proxy, state) = Admin::start(args.admin_address, args.proxy.options()?, None).await?;
     if let Some(address) = args.echo {
         let listener = echo::bind(address).await?;
         tracing::info!(%address, "echo backend listening");

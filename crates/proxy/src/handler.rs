@@ -29,6 +29,7 @@ use crate::pipeline::{self, Forwarded};
 use crate::rejections::RejectReason;
 use crate::router::host::{MAX_HOST_LEN, normalize_host};
 use crate::router::{RequestView, Router};
+use crate::trace::{Arrival, ServerSpan, Tracer};
 use crate::upstream::Upstreams;
 
 /// The routing table a listener serves from. Each listener has its own, so
@@ -57,6 +58,8 @@ pub struct Shared {
     /// An upgraded (WebSocket) connection with no bytes either way for
     /// this long is closed.
     pub upgrade_idle: Duration,
+    /// Records spans when tracing is on.
+    pub tracer: Option<Tracer>,
 }
 
 /// Where a connection came in and from whom.
@@ -130,14 +133,34 @@ pub async fn handle(
     shared: Arc<Shared>,
     table: SharedTable,
     conn: ConnInfo,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
     // One call site: each `.await` of `respond` would hold its own copy
     // of that large future, and this future is moved whole on every spawn.
     let mut call = is_grpc(req.headers()).then(|| PendingCall::new(shared.unmatched_route.clone()));
-    let response = respond(&shared, table, conn, req, call.as_mut()).await;
-    Ok(match call {
+    let mut span = shared.tracer.as_ref().map(|tracer| {
+        let arrival = Arrival {
+            scheme: conn.scheme(),
+            listener: conn.socket,
+            client: conn.client,
+        };
+        ServerSpan::start(tracer, &mut req, &arrival)
+    });
+    let response = respond(
+        &shared,
+        table,
+        conn,
+        req,
+        call.as_mut(),
+        span.as_deref_mut(),
+    )
+    .await;
+    let response = match call {
         Some(call) => call.respond(into_grpc(response)),
+        None => response,
+    };
+    Ok(match span {
+        Some(span) => span.respond(response),
         None => response,
     })
 }
@@ -149,6 +172,7 @@ async fn respond(
     conn: ConnInfo,
     req: Request<Incoming>,
     call: Option<&mut PendingCall>,
+    mut span: Option<&mut ServerSpan>,
 ) -> Response<ProxyBody> {
     let started = Instant::now();
     let Some(_in_flight) = shared.overload.admit() else {
@@ -196,6 +220,9 @@ async fn respond(
     if let Some(call) = call {
         call.routed(&route.metrics);
     }
+    if let Some(span) = span.as_deref_mut() {
+        span.routed(&crate::trace::route_info(&hit));
+    }
     // The sooner of the route's request timeout and the gRPC client's own
     // deadline (answered DEADLINE_EXCEEDED).
     let limit = [
@@ -212,11 +239,10 @@ async fn respond(
     let work = Box::pin(pipeline::serve(
         shared,
         conn,
-        route,
-        hit.matched,
-        hit.backend_identity,
+        hit,
         host,
         req,
+        span.as_deref().map(ServerSpan::scope),
     ));
     let outcome = match limit {
         Some(limit) => match tokio::time::timeout(limit, work).await {

@@ -38,6 +38,7 @@ mod retry;
 mod retry_budget;
 mod route;
 pub mod router;
+pub mod trace;
 mod upstream;
 mod weighted;
 
@@ -69,6 +70,9 @@ pub use pipeline::{Phase, PlannedStage};
 pub use route::{CompiledRoute, route_label};
 use router::RouteCache;
 
+/// How long shutdown waits for the last spans to be exported.
+const SHUTDOWN_FLUSH: Duration = Duration::from_secs(5);
+
 /// Tunables that are not part of the routing config.
 #[derive(Clone, Debug)]
 pub struct ProxyOptions {
@@ -90,6 +94,8 @@ pub struct ProxyOptions {
     /// Pass a verified client certificate's identity to backends in
     /// `x-forwarded-client-cert` (a client's own is always removed).
     pub forward_client_cert: bool,
+    /// OpenTelemetry tracing; `None` leaves trace headers untouched.
+    pub tracing: Option<trace::TracingOptions>,
 }
 
 impl Default for ProxyOptions {
@@ -104,6 +110,7 @@ impl Default for ProxyOptions {
             overload: OverloadLimits::default(),
             forwarded: ForwardedTrust::default(),
             forward_client_cert: false,
+            tracing: None,
         }
     }
 }
@@ -178,7 +185,13 @@ impl Proxy {
     pub fn new(options: ProxyOptions) -> Self {
         let metrics = Arc::new(Metrics::default());
         let upstreams = Arc::new(upstream::Upstreams::new(options.connect_timeout));
+        let tracer = options.tracing.as_ref().and_then(|opts| {
+            trace::Tracer::start(opts, metrics.tracing.clone())
+                .inspect_err(|e| tracing::error!(error = %e, "tracing disabled"))
+                .ok()
+        });
         let shared = Shared {
+            tracer,
             mirrors: mirror::Mirrors::new(upstreams.clone()),
             upstreams,
             unmatched: metrics.route("").upstream(""),
@@ -367,6 +380,9 @@ impl Proxy {
         );
         for handle in handles {
             let _ = handle.await;
+        }
+        if let Some(tracer) = &self.inner.shared.tracer {
+            tracer.flush(SHUTDOWN_FLUSH).await;
         }
     }
 }

@@ -127,6 +127,7 @@ pub struct Metrics {
     /// request got.
     pub rate_limit_store: Arc<StoreErrors>,
     pub proxy_protocol: crate::listen::ProxyProtocolMetrics,
+    pub tracing: Arc<crate::trace::TraceMetrics>,
 }
 
 /// Requests a global RateLimit's store failed (down, unreachable, slower
@@ -239,6 +240,7 @@ impl Metrics {
         self.breakers.render(out);
         self.rate_limit_store.render(out);
         self.proxy_protocol.render(out);
+        self.tracing.render(out);
     }
 }
 

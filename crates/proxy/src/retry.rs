@@ -37,6 +37,7 @@ use crate::cluster::ClusterState;
 use crate::handler::Shared;
 use crate::http::body::{ClientBody, ClientBodyState};
 use crate::rejections::RejectReason;
+use crate::trace::{AttemptSpan, TraceScope};
 use crate::upstream::{Via, frame_unsized_body, upstream_uri};
 
 /// The largest body kept so that it can be sent again.
@@ -111,6 +112,8 @@ pub struct Exchange<'a> {
     pub client: std::net::IpAddr,
     /// The route's session pin, or the cluster policy's stickiness.
     pub stickiness: Stickiness,
+    /// The request's trace: each attempt is a client span in it.
+    pub trace: Option<&'a TraceScope>,
 }
 
 /// The upstream's response, with the attempt that got it (held until the
@@ -131,6 +134,18 @@ enum AttemptError {
     Dropped,
     /// Not the backend's doing (no endpoint, TLS misconfigured, ...).
     Other,
+}
+
+impl AttemptError {
+    /// The attempt span's `error.type`.
+    fn as_str(&self) -> &'static str {
+        match self {
+            AttemptError::Connect => "connect_error",
+            AttemptError::TimedOut => "timeout",
+            AttemptError::Dropped => "connection_dropped",
+            AttemptError::Other => "no_attempt",
+        }
+    }
 }
 
 impl Exchange<'_> {
@@ -169,9 +184,15 @@ impl Exchange<'_> {
                 // Not reached: without a replayable body there is no retry.
                 (None, None) => ClientBody::from_bytes(Bytes::new()),
             };
+            let mut span = AttemptSpan::start(self.trace, &parts.method, &self.cluster.name, retry);
             let result = self
-                .attempt(&parts, &path_and_query, body, &mut tried)
+                .attempt(&parts, &path_and_query, body, &mut tried, &mut span)
                 .await;
+            match &result {
+                Ok(up) => span.answered(up.response.status()),
+                Err((kind, failure)) => span.failed(kind.as_str(), failure.text),
+            }
+            drop(span);
             let may_retry = retry < self.policy.retries && replay.is_some() && !self.upgrade;
             let retryable = match &result {
                 Ok(up) => {
@@ -265,6 +286,7 @@ impl Exchange<'_> {
         path_and_query: &str,
         body: ClientBody,
         tried: &mut Tried,
+        span: &mut AttemptSpan<'_>,
     ) -> Result<Upstreamed, (AttemptError, Failed)> {
         let other = |f: Failed| Err((AttemptError::Other, f));
         let upstreams = self.cluster.upstreams(&self.shared.upstreams);
@@ -319,6 +341,8 @@ impl Exchange<'_> {
         if !matches!(via, Via::H2c) {
             frame_unsized_body(&parts.method, &mut headers, body.is_end_stream());
         }
+        span.endpoint(endpoint, &uri);
+        span.inject(&mut headers);
         let mut req = Request::new(body);
         *req.method_mut() = parts.method.clone();
         *req.uri_mut() = uri;

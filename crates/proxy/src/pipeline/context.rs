@@ -11,6 +11,7 @@ use super::compression::CompressionPlan;
 use super::request_body::RequestBody;
 use crate::mirror::MirrorFilter;
 use crate::router::CompiledMatch;
+use crate::trace::TraceScope;
 use crate::upstream::Upstreams;
 
 /// An upgrade the client asked for (WebSocket), to be relayed once the
@@ -57,6 +58,9 @@ pub struct RequestCtx<'r> {
     /// Unread unless a stage needed it whole.
     pub body: RequestBody,
     pub plan: ResponsePlan,
+    /// The request's trace, when tracing is on: calls the stages make
+    /// are its child spans.
+    pub trace: Option<&'r TraceScope>,
 }
 
 /// The request as it goes upstream (and to mirrors), once the stages and
@@ -69,6 +73,7 @@ pub struct Outbound<'r> {
     pub mirrors: Vec<&'r MirrorFilter>,
     pub body_limit: Option<u64>,
     pub plan: ResponsePlan,
+    pub trace: Option<&'r TraceScope>,
 }
 
 /// What the response phase adds to the upstream's answer, decided while

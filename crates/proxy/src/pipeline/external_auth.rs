@@ -21,6 +21,7 @@ use crate::auth::ext_authz::{
 use crate::http::body::{ProxyBody, plain};
 use crate::http::grpc::{LocalReply, is_grpc};
 use crate::route::Target;
+use crate::trace::CheckSpan;
 use coxswain_ir::ExternalAuthProtocol;
 
 pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut RequestCtx<'_>) -> Flow {
@@ -69,12 +70,27 @@ pub async fn admit(auth: &CompiledExternalAuth, target: &Target, ctx: &mut Reque
         tracing::debug!("request cannot be put to the authorization service");
         return unavailable();
     };
-    let answer =
-        ext_authz::exchange(ctx.upstreams, cluster, request, auth.timeout, ctx.client).await;
+    let grpc = auth.auth.protocol == ExternalAuthProtocol::Grpc;
+    let mut span = CheckSpan::start(ctx.trace, grpc, request.method(), &cluster.name);
+    let answer = ext_authz::exchange(
+        ctx.upstreams,
+        cluster,
+        request,
+        auth.timeout,
+        ctx.client,
+        &mut span,
+    )
+    .await;
     let verdict = answer.and_then(|a| match auth.auth.protocol {
         ExternalAuthProtocol::Http => Ok(forward::verdict(auth, a)),
         ExternalAuthProtocol::Grpc => grpc::verdict(auth, a),
     });
+    match &verdict {
+        Ok(Verdict::Allow(_)) => span.decided("allow", None),
+        Ok(Verdict::Deny { .. }) => span.decided("deny", None),
+        Err(e) => span.decided("error", Some(e.span_error())),
+    }
+    drop(span);
     match verdict {
         Ok(Verdict::Allow(headers)) => {
             remove_client_copies(auth, ctx);

@@ -68,6 +68,7 @@ pub fn admit<'r>(
         claims: None,
         body: RequestBody::Unread(body),
         plan: ResponsePlan::default(),
+        trace: None,
     }
 }
 
@@ -114,5 +115,6 @@ pub fn forwarding<'r>(shared: &Shared, conn: &ConnInfo, ctx: RequestCtx<'r>) -> 
         mirrors: ctx.mirrors,
         body_limit: ctx.body_limit,
         plan: ctx.plan,
+        trace: ctx.trace,
     }
 }

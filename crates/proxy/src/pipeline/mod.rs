@@ -40,18 +40,16 @@ mod size_limit;
 mod stage;
 mod upstream;
 
-use std::sync::Arc;
-
 use http::header::CONNECTION;
 use http::{HeaderValue, Request, Response, StatusCode, Version};
 use hyper::body::Incoming;
 
-use crate::backend_tls::BackendIdentity;
 use crate::handler::{ConnInfo, Shared};
 use crate::http::body::{ClientBody, ClientBodyState, ProxyBody, plain};
 use crate::metrics::StatusCounters;
 use crate::route::CompiledRoute;
-use crate::router::CompiledMatch;
+use crate::router::Hit;
+use crate::trace::TraceScope;
 use request_body::RequestBody;
 
 pub use stage::{Phase, PlannedStage, RequestStages, compile as compile_stages};
@@ -79,17 +77,23 @@ impl<'r> Forwarded<'r> {
     }
 }
 
-/// Runs `req` through `route`'s pipeline.
+/// Runs `req` through the pipeline of the route its lookup `hit`.
 pub async fn serve<'r>(
     shared: &'r Shared,
     conn: ConnInfo,
-    route: &'r CompiledRoute,
-    matched: &'r CompiledMatch,
-    backend_identity: Option<&Arc<BackendIdentity>>,
+    hit: Hit<'r>,
     host: String,
     req: Request<Incoming>,
+    trace: Option<&'r TraceScope>,
 ) -> Forwarded<'r> {
+    let Hit {
+        route,
+        matched,
+        backend_identity,
+        ..
+    } = hit;
     let mut ctx = hygiene::admit(shared, &conn, matched, host, req);
+    ctx.trace = trace;
     let http1 = ctx.parts.version < Version::HTTP_2;
     if let Flow::Answer(mut response) = route.stages.run(&mut ctx).await {
         if http1 && !ctx.body.is_end_stream() {

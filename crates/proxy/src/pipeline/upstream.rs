@@ -66,6 +66,7 @@ pub async fn forward<'r>(
             Some(_) => Stickiness::Route(pin.map(|p| p.hash)),
             None => Stickiness::Policy,
         },
+        trace: out.trace,
     };
     let upstreamed = match exchange
         .run(parts, out.path_and_query, body, &client_body)

@@ -41,11 +41,21 @@ pub struct RequestView<'a> {
     pub headers: &'a HeaderMap,
 }
 
+/// The Gateway listener a request came in on, as spans name it.
+#[derive(Debug, Default)]
+pub struct ListenerName {
+    /// `namespace/name` of the Gateway.
+    pub gateway: String,
+    /// The listener's name (its sectionName).
+    pub name: String,
+}
+
 /// A successful lookup.
 #[derive(Clone, Copy, Debug)]
 pub struct Hit<'r> {
     /// The socket-level index of the listener the Host selected.
     pub listener: usize,
+    pub listener_name: &'r ListenerName,
     /// The client certificate that listener's Gateway presents to TLS
     /// backends.
     pub backend_identity: Option<&'r Arc<BackendIdentity>>,
@@ -62,6 +72,7 @@ struct ListenerRoutes {
     wildcard: HashMap<Box<str>, bucket::Bucket>,
     catch_all: bucket::Bucket,
     backend_identity: Option<Arc<BackendIdentity>>,
+    name: ListenerName,
 }
 
 /// HTTP listener selection for one socket. Indices are positions in the
@@ -164,6 +175,7 @@ impl BucketBuilder {
             wildcard: finish(self.wildcard),
             catch_all: sorted_bucket(self.catch_all, routes),
             backend_identity: None,
+            name: ListenerName::default(),
         }
     }
 }
@@ -204,6 +216,10 @@ impl Router {
                     .backend_client_certificate
                     .as_ref()
                     .map(|cert| reuse.identity(cert));
+                compiled.name = ListenerName {
+                    gateway: listener.gateway.clone(),
+                    name: listener.name.clone(),
+                };
                 socket.listeners.insert(index, compiled);
                 match &listener.hostname {
                     None => {
@@ -282,6 +298,7 @@ impl Router {
         let route = self.routes.get(entry.route as usize)?.as_ref();
         Some(Hit {
             listener: index,
+            listener_name: &listener.name,
             backend_identity: listener.backend_identity.as_ref(),
             route_index: entry.route as usize,
             route,

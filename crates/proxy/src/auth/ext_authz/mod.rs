@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use crate::balance::{Pick, RequestKey, Stickiness};
 use crate::cluster::ClusterState;
 use crate::http::body::ClientBody;
+use crate::trace::CheckSpan;
 use crate::upstream::{Upstreams, Via, upstream_uri};
 
 /// The most of an authorization answer's body that is read (a denial's
@@ -87,6 +88,17 @@ pub enum CheckError {
     TimedOut,
 }
 
+impl CheckError {
+    /// The check span's `error.type` and description.
+    pub fn span_error(&self) -> (&'static str, String) {
+        match self {
+            CheckError::NoEndpoint => ("no_endpoint", "no authorization endpoint".into()),
+            CheckError::Failed(why) => ("check_failed", why.clone()),
+            CheckError::TimedOut => ("timeout", "the check timed out".into()),
+        }
+    }
+}
+
 /// An answer of the service, its body read (at most
 /// [`MAX_ANSWER_BYTES`]).
 pub struct Answer {
@@ -105,6 +117,7 @@ pub async fn exchange(
     request: Request<ClientBody>,
     timeout: Duration,
     client: IpAddr,
+    span: &mut CheckSpan<'_>,
 ) -> Result<Answer, CheckError> {
     // The service's endpoint is chosen like any backend's: its Service's
     // balancer, skipping endpoints whose breaker is open.
@@ -118,6 +131,7 @@ pub async fn exchange(
         Pick::Empty | Pick::AllOpen => return Err(CheckError::NoEndpoint),
     };
     let endpoint = chosen.attempt.endpoint.address;
+    span.endpoint(endpoint);
     let via = Via::for_cluster(
         cluster,
         None,
@@ -125,6 +139,7 @@ pub async fn exchange(
     )
     .map_err(|_| CheckError::NoEndpoint)?;
     let (mut parts, body) = request.into_parts();
+    span.inject(&mut parts.headers);
     let path = parts
         .uri
         .path_and_query()
@@ -149,6 +164,14 @@ pub async fn exchange(
         .await
         .map_err(|_| CheckError::TimedOut)
         .and_then(|answer| answer);
+    if let Ok(a) = &answer {
+        let grpc_status = a
+            .trailers
+            .get("grpc-status")
+            .or_else(|| a.headers.get("grpc-status"))
+            .and_then(|v| v.to_str().ok()?.parse().ok());
+        span.answered(a.status, grpc_status);
+    }
     let healthy = answer.as_ref().is_ok_and(|a| !a.status.is_server_error());
     chosen.attempt.record(healthy, Instant::now());
     answer
@@ -223,7 +246,15 @@ mod tests {
         let upstreams = Upstreams::new(Duration::from_secs(60));
         let started = tokio::time::Instant::now();
         let timeout = Duration::from_secs(30);
-        let outcome = exchange(&upstreams, cluster, check(), timeout, LOCALHOST).await;
+        let outcome = exchange(
+            &upstreams,
+            cluster,
+            check(),
+            timeout,
+            LOCALHOST,
+            &mut CheckSpan::off(),
+        )
+        .await;
         assert!(
             matches!(outcome, Err(CheckError::TimedOut)),
             "{:?}",
@@ -242,6 +273,7 @@ mod tests {
             check(),
             Duration::from_secs(1),
             LOCALHOST,
+            &mut CheckSpan::off(),
         )
         .await;
         assert!(matches!(outcome, Err(CheckError::NoEndpoint)));
