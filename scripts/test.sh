@@ -22,9 +22,10 @@ scripts/check-architecture.sh --self-test
 echo "== deploy/install.yaml and chart CRDs match their sources"
 scripts/render-install.sh --check
 
-echo "== one-time cached builds (Kubernetes binaries, echo-basic)"
+echo "== one-time cached builds (Kubernetes binaries, echo-basic, Jaeger)"
 scripts/cluster.sh build
 tools/fakelet/build-echo-basic.sh
+tools/jaeger/build.sh >/dev/null
 echo "== CRD field list matches the pinned Gateway API CRDs" && scripts/gen-crd-fields.sh --check
 
 echo "== cargo test"
