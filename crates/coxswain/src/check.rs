@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use coxswain_api::{Kind, Object};
 use coxswain_ir::REDACTED_KEY;
 use coxswain_provider_file::load_dir;
-use coxswain_translate::{Options, Output, translate};
+use coxswain_translate::{IngressOutcome, Options, Output, translate};
 
 use crate::cli::{CheckArgs, OutputFormat};
 use crate::conditions::conditions;
@@ -31,6 +31,7 @@ pub fn check(args: &CheckArgs) -> ExitCode {
         controller_name: args.controller_name.clone(),
         default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         now: crate::run::now(),
+        ingress: args.ingress.options(),
     };
     let output = translate(&loaded.snapshot, &options);
     let printed = match args.output {
@@ -55,6 +56,15 @@ fn print_summary(objects: &[Object], output: &Output) {
     let mut problems = 0;
     for object in objects {
         let (kind, key) = (object.kind(), object.key());
+        if kind == Kind::Ingress
+            && let Some(outcome) = output.statuses.ingresses.get(&key)
+        {
+            if !outcome.problems.is_empty() {
+                problems += 1;
+            }
+            println!("{kind} {key}: {}", describe_ingress(outcome));
+            continue;
+        }
         let Some(status) = output.statuses.status_json(kind, &key) else {
             println!("{kind} {key}: loaded");
             continue;
@@ -71,6 +81,28 @@ fn print_summary(objects: &[Object], output: &Output) {
         }
     }
     println!("{} object(s), {problems} with problems", objects.len());
+}
+
+/// `loadBalancer 0.0.0.0:80,443`, then each problem.
+fn describe_ingress(outcome: &IngressOutcome) -> String {
+    let served: Vec<String> = outcome
+        .status
+        .load_balancer
+        .iter()
+        .flat_map(|lb| lb.ingress.iter().flatten())
+        .map(|i| {
+            let ports: Vec<String> = i
+                .ports
+                .iter()
+                .flatten()
+                .map(|p| p.port.to_string())
+                .collect();
+            format!("{}:{}", i.ip.as_deref().unwrap_or("-"), ports.join(","))
+        })
+        .collect();
+    let mut parts = vec![format!("loadBalancer {}", served.join(" "))];
+    parts.extend(outcome.problems.iter().map(|p| format!("problem: {p}")));
+    parts.join("; ")
 }
 
 /// A Secret's values never leave the process: every `data` and

@@ -20,6 +20,7 @@ mod crds_cmd;
 mod duration;
 mod echo;
 mod http_server;
+mod ingress_args;
 mod proxy_args;
 mod run;
 
