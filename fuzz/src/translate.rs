@@ -39,6 +39,7 @@ pub fn options() -> Options {
         controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::from_second(1_767_225_600).unwrap_or(Timestamp::UNIX_EPOCH)),
+        ingress: Default::default(),
     }
 }
 

@@ -294,6 +294,14 @@ kinds! {
         field: backend_traffic_policies, kind: "XBackendTrafficPolicy", group: "gateway.networking.x-k8s.io",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: false,
     }
+    Ingress: crate::Ingress {
+        field: ingresses, kind: "Ingress", group: "networking.k8s.io",
+        versions: ["v1"], cluster_scoped: false, route_input: false,
+    }
+    IngressClass: crate::IngressClass {
+        field: ingress_classes, kind: "IngressClass", group: "networking.k8s.io",
+        versions: ["v1"], cluster_scoped: true, route_input: false,
+    }
     ReferenceGrant: crate::ReferenceGrant {
         field: reference_grants, kind: "ReferenceGrant", group: "gateway.networking.k8s.io",
         versions: ["v1", "v1beta1"], cluster_scoped: false, route_input: true,

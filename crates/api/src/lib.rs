@@ -52,6 +52,7 @@ pub use gw::udproutes::UdpRoute;
 pub use gw::xbackendtrafficpolicies::XBackendTrafficPolicy;
 pub use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 pub use k8s_openapi::api::discovery::v1::EndpointSlice;
+pub use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 
 /// The Gateway API group.
 pub const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";

@@ -9,7 +9,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 ///
 /// In standalone mode Coxswain reads Gateway API objects (GatewayClass,
 /// Gateway, ListenerSet, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute,
-/// BackendTLSPolicy, ReferenceGrant) and the core objects they refer to
+/// BackendTLSPolicy, ReferenceGrant), classic Ingress and IngressClass,
+/// and the core objects they refer to
 /// (Service, EndpointSlice, Namespace, Secret, ConfigMap) from a directory
 /// of YAML or JSON files, and serves them. Edits are applied live.
 #[derive(Debug, Parser)]
@@ -68,6 +69,8 @@ pub struct RunArgs {
     pub controller_name: String,
     #[command(flatten)]
     pub proxy: crate::proxy_args::ProxyArgs,
+    #[command(flatten)]
+    pub ingress: crate::ingress_args::IngressArgs,
     /// Also run the built-in echo backend on this address (handy for trying
     /// things out: one command gives a gateway and a backend).
     #[arg(long, value_name = "ADDR")]
@@ -90,6 +93,8 @@ pub struct CheckArgs {
     /// GatewayClasses with this spec.controllerName are checked.
     #[arg(long, default_value = coxswain_translate::DEFAULT_CONTROLLER_NAME, value_name = "NAME")]
     pub controller_name: String,
+    #[command(flatten)]
+    pub ingress: crate::ingress_args::IngressArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -199,6 +199,12 @@ pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> 
             check("ClientTrafficPolicy", key, &scope, &ancestor.conditions);
         }
     }
+    // Ingress status has no conditions: what is not served is a problem.
+    for (key, outcome) in &statuses.ingresses {
+        for problem in &outcome.problems {
+            out.push(("Ingress", key, problem.to_string()));
+        }
+    }
     out
 }
 
@@ -240,7 +246,8 @@ pub fn all_statuses(statuses: &Statuses) -> Vec<(Kind, ObjectKey, Value)> {
                 .keys()
                 .map(|k| (Kind::ClientTrafficPolicy, k)),
         )
-        .chain(statuses.filters.keys().map(|(kind, k)| (*kind, k)));
+        .chain(statuses.filters.keys().map(|(kind, k)| (*kind, k)))
+        .chain(statuses.ingresses.keys().map(|k| (Kind::Ingress, k)));
     keys.filter_map(|(kind, key)| {
         let status = statuses.status_json(kind, key)?;
         Some((kind, key.clone(), status))

@@ -48,6 +48,8 @@ pub struct ControllerArgs {
     pub leader_lease_name: String,
     #[command(flatten)]
     pub proxy: crate::proxy_args::ProxyArgs,
+    #[command(flatten)]
+    pub ingress: crate::ingress_args::IngressArgs,
 }
 
 fn parse_selector(text: &str) -> Result<(String, String), String> {
@@ -134,6 +136,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             name: args.leader_lease_name.clone(),
             identity: coxswain_provider_k8s::default_identity(),
         },
+        ingress: args.ingress.options(),
     };
     tracing::info!(lease = ?config.lease, addresses = ?config.addresses, "controller starting");
     let dataplane = ProxyDataplane {

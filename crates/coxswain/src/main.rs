@@ -21,6 +21,7 @@ mod duration;
 mod echo;
 mod explain;
 mod http_server;
+mod ingress_args;
 mod proxy_args;
 mod run;
 mod tracing_args;

@@ -42,6 +42,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             controller_name: args.controller_name.clone(),
             default_address: args.bind_address,
             now: now(),
+            ingress: args.ingress.options(),
         },
         snapshot: Snapshot::default(),
         unbound: false,

@@ -76,6 +76,17 @@ impl Hostname {
         }
     }
 
+    /// Does a request host match with classic Ingress semantics, where a
+    /// wildcard stands for exactly one label?
+    pub fn matches_one_label(&self, host: &str) -> bool {
+        match self.wildcard_suffix() {
+            Some(suffix) => host
+                .strip_suffix(suffix)
+                .is_some_and(|label| !label.is_empty() && !label.contains('.')),
+            None => self.0 == host,
+        }
+    }
+
     /// The Gateway API intersection of a listener hostname and a route
     /// hostname: the more specific of the two when one covers the other.
     pub fn intersect(listener: &Hostname, route: &Hostname) -> Option<Hostname> {
@@ -130,6 +141,15 @@ mod tests {
         assert!(h("*.example.com").matches("a.b.example.com"));
         assert!(!h("*.example.com").matches("example.com"));
         assert!(!h("*.example.com").matches("aexample.com"));
+    }
+
+    #[test]
+    fn one_label_wildcard_matches_exactly_one_label() {
+        assert!(h("*.example.com").matches_one_label("a.example.com"));
+        assert!(!h("*.example.com").matches_one_label("a.b.example.com"));
+        assert!(!h("*.example.com").matches_one_label("example.com"));
+        assert!(!h("*.example.com").matches_one_label(".example.com"));
+        assert!(h("a.example.com").matches_one_label("a.example.com"));
     }
 
     #[test]

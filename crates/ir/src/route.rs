@@ -71,7 +71,7 @@ pub struct RouteId {
     pub rule_name: Option<String>,
 }
 
-/// The Gateway API route kind a rule came from.
+/// The route kind a rule came from (a Gateway API route, or an Ingress).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum RouteKind {
     #[serde(rename = "HTTPRoute")]
@@ -85,6 +85,10 @@ pub enum RouteKind {
     Tcp,
     #[serde(rename = "UDPRoute")]
     Udp,
+    /// A classic `networking.k8s.io/v1` Ingress rule, lowered onto the
+    /// HTTP rule type. Its wildcard hostnames match exactly one label.
+    #[serde(rename = "Ingress")]
+    Ingress,
 }
 
 impl RouteKind {
@@ -95,7 +99,15 @@ impl RouteKind {
             RouteKind::Tls => "TLSRoute",
             RouteKind::Tcp => "TCPRoute",
             RouteKind::Udp => "UDPRoute",
+            RouteKind::Ingress => "Ingress",
         }
+    }
+
+    /// Does a wildcard hostname of this kind's rules match exactly one
+    /// label (`*.example.com`: `a.example.com`, never `a.b.example.com`)?
+    /// Classic Ingress says so; Gateway API wildcards match one or more.
+    pub fn single_label_wildcards(self) -> bool {
+        self == RouteKind::Ingress
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
 use coxswain_ir::UnboundSocket;
-use coxswain_translate::{Options, Output, Translator, mark_unbound};
+use coxswain_translate::{IngressOptions, Options, Output, Translator, mark_unbound};
 use kube::Client;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -37,6 +37,8 @@ pub struct ControllerConfig {
     pub default_address: IpAddr,
     pub addresses: AddressMode,
     pub lease: LeaseConfig,
+    /// Where our Ingresses are served.
+    pub ingress: IngressOptions,
 }
 
 /// Where translated config goes (the in-process proxy, in the binary).
@@ -155,6 +157,7 @@ pub fn translate_store(
         controller_name: config.controller_name.clone(),
         default_address: config.default_address,
         now: Time(now),
+        ingress: config.ingress.clone(),
     };
     let mut output = translator.translate_with_addresses(&view, &options, &assigned);
     let mut job = StatusJob::default();

@@ -57,6 +57,7 @@ fn config(addresses: AddressMode) -> ControllerConfig {
             name: "lease".into(),
             identity: "me-1".into(),
         },
+        ingress: Default::default(),
     }
 }
 

@@ -79,6 +79,7 @@ fn bench(c: &mut Criterion) {
         controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::UNIX_EPOCH),
+        ingress: Default::default(),
     };
     let out = translate(&snapshot, &options);
     assert_eq!(out.statuses.routes.len(), ROUTES);

@@ -12,6 +12,7 @@ use coxswain_ir::{
 
 use crate::endpoints::SliceIndex;
 use crate::gateway::{GatewayModel, ListenerOwner, Protocol, TlsMode};
+use crate::ingress::{IngressModel, IngressOptions};
 use crate::policy::backend_policy::BackendPolicyIndex;
 use crate::policy::backend_tls::BackendTlsIndex;
 use crate::policy::backend_traffic::BackendTrafficIndex;
@@ -29,9 +30,11 @@ pub fn build_config(
         &BackendTrafficIndex<'_>,
     ),
     client_traffic: &ClientTrafficIndex,
+    (ingress, ingress_options, ingress_address): (&mut IngressModel, &IngressOptions, IpAddr),
     memo: &mut Option<ClusterMemo>,
 ) -> Config {
-    let mut sockets: BTreeMap<(Transport, IpAddr, u16), Vec<Listener>> = BTreeMap::new();
+    // Each listener tagged `true` when it serves Ingresses.
+    let mut sockets: BTreeMap<(Transport, IpAddr, u16), Vec<(bool, Listener)>> = BTreeMap::new();
     let gateway_auth = crate::extension::GatewayAuthIndex::new(snapshot);
     for (key, gw) in gateways {
         let mandate = gateway_auth.for_gateway(key);
@@ -83,22 +86,38 @@ pub fn build_config(
                 sockets
                     .entry((transport, *address, l.port))
                     .or_default()
-                    .push(listener.clone());
+                    .push((false, listener.clone()));
             }
         }
+    }
+    let ingress_listeners = crate::ingress::listeners(
+        ingress,
+        ingress_options.http_port,
+        ingress_options.https_port,
+    );
+    for (port, listener) in ingress_listeners {
+        sockets
+            .entry((Transport::Tcp, ingress_address, port))
+            .or_default()
+            .push((true, listener));
     }
 
     let sockets: Vec<Socket> = sockets
         .into_iter()
         .map(|((transport, address, port), mut listeners)| {
-            listeners.sort_by(|a, b| {
+            // A Gateway listener goes before an Ingress one of the same
+            // hostname: the Gateway's takes those requests (reported).
+            listeners.sort_by(|(ai, a), (bi, b)| {
                 HostSpecificity::of(a.hostname.as_ref())
                     .cmp(&HostSpecificity::of(b.hostname.as_ref()))
                     .then_with(|| a.hostname.cmp(&b.hostname))
+                    .then_with(|| ai.cmp(bi))
                     .then_with(|| a.gateway.cmp(&b.gateway))
                     .then_with(|| a.listener_set.cmp(&b.listener_set))
                     .then_with(|| a.name.cmp(&b.name))
             });
+            crate::ingress::report_shadowed(ingress, port, &listeners);
+            let listeners = listeners.into_iter().map(|(_, l)| l).collect();
             Socket {
                 proxy_protocol: client_traffic.proxy_protocol(transport, address, port),
                 transport,
@@ -114,6 +133,11 @@ pub fn build_config(
     // The authorization services those rules ask are clusters too.
     let keys = extension_keys(&sockets);
     let mut specs = cluster_specs.clone();
+    for spec in &ingress.clusters {
+        specs
+            .entry(spec.name.clone())
+            .or_insert_with(|| spec.clone());
+    }
     for spec in crate::extension::clusters(snapshot, &keys) {
         specs.entry(spec.name.clone()).or_insert(spec);
     }

@@ -23,6 +23,7 @@ mod extension;
 mod features;
 mod gateway;
 mod gateway_class;
+mod ingress;
 mod ir_build;
 mod memo;
 mod output;
@@ -35,6 +36,7 @@ pub use conditions::{ConditionType, Reason};
 pub use data_plane::mark_unbound;
 pub use duration::parse_duration_ms;
 pub use features::SUPPORTED_FEATURES;
+pub use ingress::{INGRESS_OWNER, IngressOptions, IngressOutcome, IngressProblem};
 pub use memo::Translator;
 pub use output::{Output, Statuses, api_kind, route_kind};
 pub use policy::backend_tls::MAX_ANCESTORS;
@@ -58,6 +60,8 @@ pub struct Options {
     pub default_address: IpAddr,
     /// `lastTransitionTime` for conditions computed in this run.
     pub now: Time,
+    /// Where our Ingresses are served.
+    pub ingress: IngressOptions,
 }
 
 /// Bind addresses a provider assigned to a Gateway (e.g. from an address
@@ -96,6 +100,7 @@ fn translate_memoised(
     let backend_traffic = policy::backend_traffic::BackendTrafficIndex::new(snapshot);
     let client_traffic =
         policy::client_traffic::ClientTrafficIndex::new(snapshot, &gateways, options);
+    let mut ingresses = ingress::build(snapshot, options);
     let ir = ir_build::build_config(
         snapshot,
         &gateways,
@@ -107,6 +112,7 @@ fn translate_memoised(
             &backend_traffic,
         ),
         &client_traffic,
+        (&mut ingresses, &options.ingress, options.default_address),
         &mut memo.clusters,
     );
     let statuses = Statuses {
@@ -121,6 +127,7 @@ fn translate_memoised(
         backend_traffic_policies: backend_traffic
             .statuses(&attachments.gateways_by_service, options),
         client_traffic_policies: client_traffic.statuses(),
+        ingresses: ingress::outcomes(&mut ingresses, &options.ingress, options.default_address),
         filters: extension::statuses(snapshot, options),
         listener_sets: gateways
             .values()

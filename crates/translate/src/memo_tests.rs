@@ -22,6 +22,7 @@ fn options() -> Options {
         controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
         default_address: [127, 0, 0, 1].into(),
         now: Time(Timestamp::UNIX_EPOCH),
+        ingress: Default::default(),
     }
 }
 

@@ -9,6 +9,7 @@ use coxswain_api::gw::gateways::GatewayStatus;
 use coxswain_api::gw::xbackendtrafficpolicies::XBackendTrafficPolicyStatus;
 use coxswain_ir::RouteKind;
 
+use crate::IngressOutcome;
 use crate::route::{RouteKey, RouteStatus};
 use coxswain_api::{Kind, ObjectKey};
 
@@ -35,6 +36,8 @@ pub struct Statuses {
     pub client_traffic_policies: BTreeMap<ObjectKey, ClientTrafficPolicyStatus>,
     /// Coxswain's filter resources (IpAccessControl, ...), by kind.
     pub filters: BTreeMap<(Kind, ObjectKey), FilterStatus>,
+    /// Our Ingresses: `status.loadBalancer` and what is not served.
+    pub ingresses: BTreeMap<ObjectKey, IngressOutcome>,
 }
 
 /// The API kind of a route kind.
@@ -45,6 +48,7 @@ pub fn api_kind(kind: RouteKind) -> Kind {
         RouteKind::Tls => Kind::TlsRoute,
         RouteKind::Tcp => Kind::TcpRoute,
         RouteKind::Udp => Kind::UdpRoute,
+        RouteKind::Ingress => Kind::Ingress,
     }
 }
 
@@ -77,6 +81,7 @@ impl Statuses {
             Kind::ClientTrafficPolicy => {
                 serde_json::to_value(self.client_traffic_policies.get(key)?)
             }
+            Kind::Ingress => serde_json::to_value(&self.ingresses.get(key)?.status),
             _ if self.filters.contains_key(&(kind, key.clone())) => {
                 serde_json::to_value(self.filters.get(&(kind, key.clone()))?)
             }
@@ -163,7 +168,13 @@ impl Output {
             .client_traffic_policies
             .values()
             .all(|s| s.ancestors.iter().all(|a| whole(&a.conditions)));
+        let ingresses = self
+            .statuses
+            .ingresses
+            .values()
+            .all(|o| o.problems.is_empty());
         classes
+            && ingresses
             && gateways
             && routes
             && policies

@@ -27,6 +27,9 @@
 //! - `<Type>=<True|False|Unknown> [<Reason>]`, or `<Type>=absent`.
 //! - `attachedRoutes=<n>`, `supportedKinds=<Kind,...>` (`-` for none).
 //! - `parents=<n>` (HTTPRoute: number of parent entries).
+//! - Ingress: `lb=<ip>:<port,...>` (status.loadBalancer), `problems=<n>`,
+//!   `problem=<text>` (a problem containing it; no spaces); `no-status`
+//!   for an Ingress that is not ours.
 //! - `no-status` (no status; for HTTPRoute also: no parent entries).
 //! - `absent` (the selected listener or parent entry does not exist).
 //!
@@ -70,6 +73,7 @@ fn options() -> Options {
         controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::from_second(1_767_225_600).unwrap()),
+        ingress: Default::default(),
     }
 }
 
@@ -92,6 +96,23 @@ fn render(objects: &[load::InputObject], output: &Output) -> String {
         .collect();
     let mut document = Mapping::new();
     document.insert("objects".into(), Value::Sequence(objects));
+    // Ingress status has no conditions: what is not served shows here.
+    let ingress_problems: Mapping = output
+        .statuses
+        .ingresses
+        .iter()
+        .filter(|(_, o)| !o.problems.is_empty())
+        .map(|(key, o)| {
+            let problems = o.problems.iter().map(|p| Value::String(p.to_string()));
+            (
+                Value::String(key.to_string()),
+                Value::Sequence(problems.collect()),
+            )
+        })
+        .collect();
+    if !ingress_problems.is_empty() {
+        document.insert("ingressProblems".into(), Value::Mapping(ingress_problems));
+    }
     document.insert("ir".into(), serde_yaml_ng::to_value(&output.ir).unwrap());
     serde_yaml_ng::to_string(&document).unwrap()
 }
@@ -228,7 +249,8 @@ fn scenario_names_follow_kind_dash_scenario() {
                 "jwtauth",
                 "pathrewriteregex",
                 "ratelimit",
-                "requestsizelimit"
+                "requestsizelimit",
+                "ingress"
             ]
             .contains(&kind)
                 && name.contains('-'),

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use coxswain_ir::{BackendTarget, Config, Listener, Serve, WeightedBackend};
 use coxswain_translate::Output;
 
+use crate::cli::CheckArgs;
 use crate::conditions::{all_statuses, conditions};
 use crate::explain::describe;
 
@@ -20,10 +21,10 @@ const EXIT_LOAD_FAILED: u8 = 2;
 /// Named facts about one thing, compared field by field.
 type Fields = BTreeMap<&'static str, String>;
 
-pub fn run(a: &Path, b: &Path, controller_name: &str) -> ExitCode {
+pub fn run(a: &Path, b: &Path, args: &CheckArgs) -> ExitCode {
     let (Some((_, before)), Some((_, after))) = (
-        super::load_and_translate(a, controller_name),
-        super::load_and_translate(b, controller_name),
+        super::load_and_translate(a, args),
+        super::load_and_translate(b, args),
     ) else {
         return ExitCode::from(EXIT_LOAD_FAILED);
     };

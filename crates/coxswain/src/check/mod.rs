@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use coxswain_api::{Kind, Object};
 use coxswain_ir::REDACTED_KEY;
 use coxswain_provider_file::{Loaded, load_dir};
-use coxswain_translate::{Options, Output, translate};
+use coxswain_translate::{IngressOutcome, Options, Output, translate};
 
 use crate::cli::{CheckArgs, OutputFormat};
 use crate::conditions::conditions;
@@ -20,7 +20,7 @@ const EXIT_REJECTED: u8 = 1;
 const EXIT_LOAD_FAILED: u8 = 2;
 
 /// Loads and translates `dir`; on load errors prints them and gives up.
-fn load_and_translate(dir: &Path, controller_name: &str) -> Option<(Loaded, Output)> {
+fn load_and_translate(dir: &Path, args: &CheckArgs) -> Option<(Loaded, Output)> {
     let loaded = load_dir(dir);
     if !loaded.errors.is_empty() {
         for error in &loaded.errors {
@@ -30,9 +30,10 @@ fn load_and_translate(dir: &Path, controller_name: &str) -> Option<(Loaded, Outp
         return None;
     }
     let options = Options {
-        controller_name: controller_name.to_string(),
+        controller_name: args.controller_name.clone(),
         default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         now: crate::run::now(),
+        ingress: args.ingress.options(),
     };
     let output = translate(&loaded.snapshot, &options);
     Some((loaded, output))
@@ -40,7 +41,7 @@ fn load_and_translate(dir: &Path, controller_name: &str) -> Option<(Loaded, Outp
 
 pub fn check(args: &CheckArgs) -> ExitCode {
     match (args.diff, args.dirs.as_slice()) {
-        (true, [a, b]) if args.output.is_none() => diff::run(a, b, &args.controller_name),
+        (true, [a, b]) if args.output.is_none() => diff::run(a, b, args),
         (true, [_, _]) => usage("--diff prints its own report: drop -o"),
         (true, _) => usage("--diff compares two directories: check --diff DIR_A DIR_B"),
         (false, [dir]) => check_one(dir, args),
@@ -54,7 +55,7 @@ fn usage(message: &str) -> ExitCode {
 }
 
 fn check_one(dir: &Path, args: &CheckArgs) -> ExitCode {
-    let Some((loaded, output)) = load_and_translate(dir, &args.controller_name) else {
+    let Some((loaded, output)) = load_and_translate(dir, args) else {
         return ExitCode::from(EXIT_LOAD_FAILED);
     };
     let printed = match args.output {
@@ -83,6 +84,15 @@ fn print_summary(objects: &[Object], output: &Output) {
     let mut problems = 0;
     for object in objects {
         let (kind, key) = (object.kind(), object.key());
+        if kind == Kind::Ingress
+            && let Some(outcome) = output.statuses.ingresses.get(&key)
+        {
+            if !outcome.problems.is_empty() {
+                problems += 1;
+            }
+            println!("{kind} {key}: {}", describe_ingress(outcome));
+            continue;
+        }
         let Some(status) = output.statuses.status_json(kind, &key) else {
             println!("{kind} {key}: loaded");
             continue;
@@ -99,6 +109,28 @@ fn print_summary(objects: &[Object], output: &Output) {
         }
     }
     println!("{} object(s), {problems} with problems", objects.len());
+}
+
+/// `loadBalancer 0.0.0.0:80,443`, then each problem.
+fn describe_ingress(outcome: &IngressOutcome) -> String {
+    let served: Vec<String> = outcome
+        .status
+        .load_balancer
+        .iter()
+        .flat_map(|lb| lb.ingress.iter().flatten())
+        .map(|i| {
+            let ports: Vec<String> = i
+                .ports
+                .iter()
+                .flatten()
+                .map(|p| p.port.to_string())
+                .collect();
+            format!("{}:{}", i.ip.as_deref().unwrap_or("-"), ports.join(","))
+        })
+        .collect();
+    let mut parts = vec![format!("loadBalancer {}", served.join(" "))];
+    parts.extend(outcome.problems.iter().map(|p| format!("problem: {p}")));
+    parts.join("; ")
 }
 
 /// A Secret's values never leave the process: every `data` and

@@ -56,6 +56,8 @@ pub fn from_dir(
         controller_name: controller_name.to_string(),
         default_address: bind_address,
         now: crate::run::now(),
+        // Ingresses as `run` serves them by default (ports 80 and 443).
+        ingress: Default::default(),
     };
     Ok(translate(&loaded.snapshot, &options).ir)
 }

@@ -222,6 +222,23 @@ async fn pass(
             RouteKind::Tls => plan.route(name, key, snapshot.tls_routes.get(key), desired, client),
             RouteKind::Tcp => plan.route(name, key, snapshot.tcp_routes.get(key), desired, client),
             RouteKind::Udp => plan.route(name, key, snapshot.udp_routes.get(key), desired, client),
+            // Ingresses have no route status (see `statuses.ingresses`).
+            RouteKind::Ingress => {}
+        }
+    }
+    // An Ingress belongs to one class, so its status is ours alone: no merge.
+    for (key, outcome) in &job.statuses.ingresses {
+        if let Some(live) = snapshot.ingresses.get(key) {
+            let api = Api::namespaced(client.clone(), &key.namespace);
+            plan.write(
+                "Ingress",
+                key,
+                &**live,
+                live.status.as_ref(),
+                outcome.status.clone(),
+                api,
+                |o, s| o.status = Some(s),
+            );
         }
     }
     for (key, desired) in &job.statuses.listener_sets {

@@ -70,6 +70,9 @@ struct ListenerRoutes {
     exact: HashMap<Box<str>, bucket::Bucket>,
     /// Keyed by wildcard suffix, e.g. `.example.com` for `*.example.com`.
     wildcard: HashMap<Box<str>, bucket::Bucket>,
+    /// Ingress wildcards, which stand for exactly one label: only the
+    /// host's first suffix (`.example.com` of `a.example.com`) is looked up.
+    one_label: HashMap<Box<str>, bucket::Bucket>,
     catch_all: bucket::Bucket,
     backend_identity: Option<Arc<BackendIdentity>>,
     name: ListenerName,
@@ -113,8 +116,17 @@ impl ListenerRoutes {
         if let Some(hit) = self.exact.get(req.host).and_then(|b| b.find(routes, req)) {
             return Some(hit);
         }
-        if !self.wildcard.is_empty() {
-            for suffix in wildcard_suffixes(req.host) {
+        if !self.wildcard.is_empty() || !self.one_label.is_empty() {
+            for (i, suffix) in wildcard_suffixes(req.host).enumerate() {
+                // The first suffix is the longest: a one-label wildcard on it
+                // is as specific as a Gateway wildcard of the same suffix.
+                let one_label = (i == 0)
+                    .then(|| self.one_label.get(suffix))
+                    .flatten()
+                    .and_then(|b| b.find(routes, req));
+                if let Some(hit) = one_label {
+                    return Some(hit);
+                }
                 if let Some(hit) = self.wildcard.get(suffix).and_then(|b| b.find(routes, req)) {
                     return Some(hit);
                 }
@@ -138,6 +150,7 @@ impl SocketRoutes {
 struct BucketBuilder {
     exact: HashMap<Box<str>, Vec<(MatchSpecificity, Entry)>>,
     wildcard: HashMap<Box<str>, Vec<(MatchSpecificity, Entry)>>,
+    one_label: HashMap<Box<str>, Vec<(MatchSpecificity, Entry)>>,
     catch_all: Vec<(MatchSpecificity, Entry)>,
 }
 
@@ -151,12 +164,18 @@ fn sorted_bucket(
 }
 
 impl BucketBuilder {
-    fn add(&mut self, hostnames: &[Hostname], keyed: &[(MatchSpecificity, Entry)]) {
+    fn add(
+        &mut self,
+        hostnames: &[Hostname],
+        single_label: bool,
+        keyed: &[(MatchSpecificity, Entry)],
+    ) {
         if hostnames.is_empty() {
             self.catch_all.extend_from_slice(keyed);
         }
         for name in hostnames {
             let target = match name.wildcard_suffix() {
+                Some(suffix) if single_label => self.one_label.entry(suffix.into()).or_default(),
                 Some(suffix) => self.wildcard.entry(suffix.into()).or_default(),
                 None => self.exact.entry(name.as_str().into()).or_default(),
             };
@@ -173,6 +192,7 @@ impl BucketBuilder {
         ListenerRoutes {
             exact: finish(self.exact),
             wildcard: finish(self.wildcard),
+            one_label: finish(self.one_label),
             catch_all: sorted_bucket(self.catch_all, routes),
             backend_identity: None,
             name: ListenerName::default(),
@@ -268,7 +288,11 @@ impl Router {
                     (specificity.clone(), entry)
                 })
                 .collect();
-            builder.add(&route.hostnames, &keyed);
+            builder.add(
+                &route.hostnames,
+                route.id.kind.single_label_wildcards(),
+                &keyed,
+            );
             self.routes.push(compiled);
         }
         builder

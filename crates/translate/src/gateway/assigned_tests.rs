@@ -16,6 +16,7 @@ fn options() -> Options {
         controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::UNIX_EPOCH),
+        ingress: Default::default(),
     }
 }
 

@@ -5,7 +5,7 @@ mod conflicts;
 mod frontend_tls;
 mod listener_sets;
 mod listeners;
-mod tls;
+pub(crate) mod tls;
 
 use listener_sets::AllowedListeners;
 pub use listener_sets::{ListenerSetModel, parent_of, status as listener_set_status};

@@ -157,7 +157,7 @@ fn usable_pair(chain: Vec<CertificateDer<'static>>, key: &PrivateKeyDer<'_>) -> 
     }
 }
 
-fn certificate_from(secret: &Secret, key: &ObjectKey) -> Result<TlsCertificate, String> {
+pub(crate) fn certificate_from(secret: &Secret, key: &ObjectKey) -> Result<TlsCertificate, String> {
     let kind = secret.type_.as_deref().unwrap_or("Opaque");
     if kind != TLS_SECRET_TYPE {
         return Err(format!("type is {kind:?}, want {TLS_SECRET_TYPE:?}"));

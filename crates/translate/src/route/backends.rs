@@ -3,6 +3,7 @@
 use coxswain_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 
+use coxswain_api::k8s_openapi::api::core::v1::ServicePort;
 use coxswain_api::{GATEWAY_GROUP, Service, Snapshot};
 use coxswain_ir::{RouteKind, UpstreamProtocol};
 
@@ -70,13 +71,16 @@ pub(crate) fn upstream_protocol(
         (RouteKind::Grpc, Some(other)) => Err(format!(
             "appProtocol {other:?} is not HTTP/2; a GRPCRoute needs kubernetes.io/h2c, https or none"
         )),
-        (RouteKind::Http, None | Some("http" | "kubernetes.io/http" | "kubernetes.io/ws")) => {
-            Ok((Http1, false))
+        (
+            RouteKind::Http | RouteKind::Ingress,
+            None | Some("http" | "kubernetes.io/http" | "kubernetes.io/ws"),
+        ) => Ok((Http1, false)),
+        (RouteKind::Http | RouteKind::Ingress, Some("kubernetes.io/wss")) => Ok((Http1, true)),
+        (RouteKind::Http | RouteKind::Ingress, Some(_)) if tls => Ok((Http1, true)),
+        (RouteKind::Http | RouteKind::Ingress, Some("kubernetes.io/h2c")) => Ok((H2c, false)),
+        (RouteKind::Http | RouteKind::Ingress, Some(other)) => {
+            Err(format!("appProtocol {other:?} is not supported"))
         }
-        (RouteKind::Http, Some("kubernetes.io/wss")) => Ok((Http1, true)),
-        (RouteKind::Http, Some(_)) if tls => Ok((Http1, true)),
-        (RouteKind::Http, Some("kubernetes.io/h2c")) => Ok((H2c, false)),
-        (RouteKind::Http, Some(other)) => Err(format!("appProtocol {other:?} is not supported")),
         // A byte stream or datagrams: the application protocol is the
         // backend's business.
         (_, _) => Ok((Http1, tls)),
@@ -145,13 +149,26 @@ pub fn resolve(
             format!("Service {namespace}/{} has no port {port}", b.name),
         ));
     };
+    cluster_spec(route_kind, namespace, b.name, service_port)
+}
+
+/// The cluster of one port of Service `namespace/name`, as a route of
+/// `route_kind` speaks to it. Ingress backends share it with HTTPRoute
+/// backends (same name), so the same CoxswainBackendPolicy applies.
+pub(crate) fn cluster_spec(
+    route_kind: RouteKind,
+    namespace: &str,
+    name: &str,
+    service_port: &ServicePort,
+) -> Result<ClusterSpec, Unresolved> {
+    let port = service_port.port;
     let app_protocol = service_port.app_protocol.as_deref();
     let (protocol, requires_tls) = match upstream_protocol(route_kind, app_protocol) {
         Ok(p) => p,
         Err(why) => {
             return Err((
                 Reason::UnsupportedProtocol,
-                format!("Service {namespace}/{} port {port}: {why}", b.name),
+                format!("Service {namespace}/{name} port {port}: {why}"),
             ));
         }
     };
@@ -168,9 +185,9 @@ pub fn resolve(
         None => Some(port),
     };
     Ok(ClusterSpec {
-        name: format!("{namespace}/{}:{port}{suffix}", b.name),
+        name: format!("{namespace}/{name}:{port}{suffix}"),
         namespace: namespace.to_string(),
-        service: b.name.to_string(),
+        service: name.to_string(),
         port_name: service_port.name.clone().filter(|n| !n.is_empty()),
         target_port,
         protocol,

@@ -60,6 +60,9 @@ fn parse_key(kind: &str, key: &str) -> ObjectKey {
 
 fn check_status(kind: &str, key: &str, tokens: &[&str], output: &Output) -> Result<(), String> {
     let key = parse_key(kind, key);
+    if kind == "Ingress" && tokens != ["no-status"] {
+        return check_ingress(&key, tokens, output);
+    }
     let mut selectors = Selectors::default();
     let mut rest = tokens;
     while let [token, tail @ ..] = rest {
@@ -104,6 +107,50 @@ fn check_status(kind: &str, key: &str, tokens: &[&str], output: &Output) -> Resu
         };
     };
     assert_on(scope, rest)
+}
+
+/// `Ingress <key> lb=<ip>:<port,...>`, `problems=<n>` or
+/// `problem=<text without spaces, found in one problem>`.
+fn check_ingress(key: &ObjectKey, tokens: &[&str], output: &Output) -> Result<(), String> {
+    let outcome = output
+        .statuses
+        .ingresses
+        .get(key)
+        .ok_or_else(|| format!("Ingress {key} is not ours"))?;
+    let problems: Vec<String> = outcome.problems.iter().map(ToString::to_string).collect();
+    let [token] = tokens else {
+        return Err("expected one Ingress assertion".into());
+    };
+    match token.split_once('=') {
+        Some(("lb", want)) => {
+            let got: Vec<String> = outcome
+                .status
+                .load_balancer
+                .iter()
+                .flat_map(|lb| lb.ingress.iter().flatten())
+                .map(|i| {
+                    let ports: Vec<String> = i
+                        .ports
+                        .iter()
+                        .flatten()
+                        .map(|p| p.port.to_string())
+                        .collect();
+                    format!("{}:{}", i.ip.as_deref().unwrap_or("-"), ports.join(","))
+                })
+                .collect();
+            let got = got.join(" ");
+            (got == want).then_some(()).ok_or(format!("lb is {got}"))
+        }
+        Some(("problems", want)) => (problems.len().to_string() == want)
+            .then_some(())
+            .ok_or(format!("problems are {problems:?}")),
+        Some(("problem", want)) => problems
+            .iter()
+            .any(|p| p.contains(want))
+            .then_some(())
+            .ok_or(format!("problems are {problems:?}")),
+        _ => Err(format!("unknown Ingress assertion `{token}`")),
+    }
 }
 
 /// The object the assertion talks about: the whole status, one listener, or

@@ -11,6 +11,7 @@ mod scenarios_apiserver;
 mod scenarios_chart;
 mod scenarios_churn;
 mod scenarios_filters;
+mod scenarios_ingress;
 mod scenarios_leader;
 mod scenarios_rbac;
 mod scenarios_routes;
@@ -66,6 +67,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "client_traffic_policy_reported",
         scenarios_filters::client_traffic_policy_reported,
+    ),
+    (
+        "ingress_served_with_load_balancer_status",
+        scenarios_ingress::ingress_served_with_load_balancer_status,
     ),
     (
         "noop_reapply_keeps_status",

@@ -169,6 +169,8 @@ const WATCHED: &[(&str, &str)] = &[
     (GW_X, "xbackendtrafficpolicies"),
     (CORE, "services"),
     ("discovery.k8s.io", "endpointslices"),
+    ("networking.k8s.io", "ingresses"),
+    ("networking.k8s.io", "ingressclasses"),
     (CORE, "namespaces"),
     // Cluster-wide on purpose: certificateRefs (and CA bundles) may point
     // into any namespace through a ReferenceGrant.
@@ -214,6 +216,7 @@ fn needed() -> Vec<Access> {
         all.push(Access::new("update", COXSWAIN, resource).sub("status"));
     }
     all.push(Access::new("update", GW_X, "xbackendtrafficpolicies").sub("status"));
+    all.push(Access::new("update", "networking.k8s.io", "ingresses").sub("status"));
     // Per-Gateway ServiceAccount (every mode) and Service (LoadBalancer
     // mode, the chart's default): server-side apply, a patch that is also
     // authorised as create when it creates the object.

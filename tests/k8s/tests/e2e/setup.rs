@@ -155,6 +155,13 @@ impl Env {
     }
 }
 
+/// The controller's ingress ports, and the address it reports in
+/// Ingress status (the proxy binds the wildcard address in its network
+/// namespace, where the test client runs too).
+pub const INGRESS_HTTP_PORT: u16 = 18080;
+pub const INGRESS_HTTPS_PORT: u16 = 18443;
+pub const INGRESS_STATUS_ADDRESS: &str = "127.0.0.1";
+
 /// `coxswain controller` as the chart runs it (ServiceAccount token, the
 /// address pool, the release namespace's Lease), inside `http`'s network
 /// namespace with its admin endpoint on `admin`; returns once /readyz is 200.
@@ -183,6 +190,16 @@ pub fn start_controller(
             RELEASE_NAMESPACE,
             "--gateway-class-name",
             "coxswain",
+        ])
+        // Gateways bind port 80 on pool addresses: Ingresses get their own
+        // ports (bound on the wildcard address only while one is ours).
+        .args([
+            "--ingress-http-port",
+            &INGRESS_HTTP_PORT.to_string(),
+            "--ingress-https-port",
+            &INGRESS_HTTPS_PORT.to_string(),
+            "--ingress-status-address",
+            INGRESS_STATUS_ADDRESS,
         ]);
     let name = log
         .file_stem()
