@@ -14,6 +14,7 @@
     )
 )]
 
+mod access_log;
 mod auth;
 mod backend_tls;
 mod balance;
@@ -53,10 +54,14 @@ use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use crate::access_log::{
+    AccessLogFormat, AccessLogOptions, AccessLogTarget, open as open_access_log,
+};
 pub use crate::http::normalize::{EscapedSlashes, PathOptions};
 
 pub use crate::http::headers::ForwardedTrust;
 pub use crate::http::limits::{H2Limits, HttpLimits};
+use access_log::AccessLog;
 use handler::Shared;
 pub use l4::udp::UdpOptions;
 pub use overload::OverloadLimits;
@@ -89,6 +94,9 @@ pub struct ProxyOptions {
     /// Pass a verified client certificate's identity to backends in
     /// `x-forwarded-client-cert` (a client's own is always removed).
     pub forward_client_cert: bool,
+    pub access_log: AccessLogOptions,
+    /// Responses carry the request's `x-request-id`.
+    pub echo_request_id: bool,
 }
 
 impl Default for ProxyOptions {
@@ -103,6 +111,8 @@ impl Default for ProxyOptions {
             overload: OverloadLimits::default(),
             forwarded: ForwardedTrust::default(),
             forward_client_cert: false,
+            access_log: AccessLogOptions::default(),
+            echo_request_id: false,
         }
     }
 }
@@ -177,8 +187,9 @@ impl Proxy {
     pub fn new(options: ProxyOptions) -> Self {
         let metrics = Arc::new(Metrics::default());
         let upstreams = Arc::new(upstream::Upstreams::new(options.connect_timeout));
+        let access_log = AccessLog::start(&options.access_log, metrics.access_log.clone());
         let shared = Shared {
-            mirrors: mirror::Mirrors::new(upstreams.clone()),
+            mirrors: mirror::Mirrors::new(upstreams.clone(), access_log.clone()),
             upstreams,
             unmatched: metrics.route("").upstream(""),
             unmatched_route: metrics.route(""),
@@ -189,6 +200,8 @@ impl Proxy {
             http: crate::http::server::builder(&options.http),
             limits: options.http.clone(),
             overload: overload::Overload::new(options.overload),
+            access_log,
+            echo_request_id: options.echo_request_id,
             metrics,
         };
         Proxy {
@@ -330,6 +343,7 @@ impl Proxy {
                     table.clone(),
                     inner.options.udp,
                     stopped,
+                    inner.shared.access_log.clone(),
                 ));
                 SocketTask::Udp(UdpTask {
                     local,

@@ -127,6 +127,8 @@ pub struct Metrics {
     /// request got.
     pub rate_limit_store: Arc<StoreErrors>,
     pub proxy_protocol: crate::listen::ProxyProtocolMetrics,
+    /// Access-log records never written.
+    pub access_log: Arc<crate::access_log::LogCounters>,
 }
 
 /// Requests a global RateLimit's store failed (down, unreachable, slower
@@ -239,6 +241,7 @@ impl Metrics {
         self.breakers.render(out);
         self.rate_limit_store.render(out);
         self.proxy_protocol.render(out);
+        self.access_log.render(out);
     }
 }
 

@@ -12,6 +12,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::{Instant, timeout_at};
 
+use super::TlsInfo;
 use super::client_hello::read_client_hello;
 use super::preface::plausible_start;
 use super::proxy_header::read_proxy_header;
@@ -173,6 +174,7 @@ async fn serve(
         https: false,
         sni_listener: None,
         client_identity: None,
+        tls: None,
         upgrade: Default::default(),
         linger: Default::default(),
     };
@@ -199,7 +201,8 @@ async fn serve(
             // Bytes after the PROXY header go to the backend; the header
             // itself does not.
             let io = Rewind::new(read.freeze(), stream);
-            proxy_connection((io, true), client, table, None, state.tcp).await;
+            let log = (&state.shared.access_log, None);
+            proxy_connection((io, true), client, table, None, state.tcp, log).await;
         }
     }
 }
@@ -229,9 +232,12 @@ async fn tls_connection(
             let acceptor = tokio_rustls::TlsAcceptor::from(http.config.clone());
             match timeout_at(deadline, acceptor.accept(io)).await {
                 Ok(Ok(tls_stream)) => {
+                    let version = tls_stream.get_ref().1.protocol_version();
+                    let tls_info = TlsInfo::new(version, hello.sni.as_deref());
                     let info = ConnInfo {
                         https: true,
                         sni_listener: Some(listener.index),
+                        tls: Some(Arc::new(tls_info)),
                         client_identity: http.client_identity(tls_stream.get_ref().1).map(Arc::new),
                         ..info
                     };
@@ -252,7 +258,10 @@ async fn tls_connection(
             match timeout_at(deadline, acceptor.accept(io)).await {
                 Ok(Ok(tls_stream)) => {
                     let sni = hello.sni.as_deref();
-                    proxy_connection((tls_stream, false), client, table, sni, state.tcp).await;
+                    let version = tls_stream.get_ref().1.protocol_version();
+                    let log = (&state.shared.access_log, Some(TlsInfo::new(version, sni)));
+                    let io = (tls_stream, false);
+                    proxy_connection(io, client, table, sni, state.tcp, log).await;
                 }
                 Ok(Err(e)) => tracing::debug!(%client, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%client, "TLS handshake timed out"),
@@ -260,7 +269,8 @@ async fn tls_connection(
         }
         TlsAction::Passthrough(table) => {
             let sni = hello.sni.as_deref();
-            proxy_connection((io, true), client, table, sni, state.tcp).await;
+            let log = (&state.shared.access_log, Some(TlsInfo::new(None, sni)));
+            proxy_connection((io, true), client, table, sni, state.tcp, log).await;
         }
         TlsAction::Refuse => {}
     }

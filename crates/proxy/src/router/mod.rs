@@ -25,6 +25,7 @@ pub use bucket::Entry;
 pub use matcher::{CompiledMatch, CompiledPath, MatchError, prefix_matches};
 pub use reuse::RouteCache;
 
+use crate::access_log::ListenerTag;
 use crate::backend_tls::BackendIdentity;
 use crate::metrics::Metrics;
 use crate::route::CompiledRoute;
@@ -62,6 +63,8 @@ struct ListenerRoutes {
     wildcard: HashMap<Box<str>, bucket::Bucket>,
     catch_all: bucket::Bucket,
     backend_identity: Option<Arc<BackendIdentity>>,
+    /// The listener, as access-log records name it.
+    tag: Option<Arc<ListenerTag>>,
 }
 
 /// HTTP listener selection for one socket. Indices are positions in the
@@ -164,6 +167,7 @@ impl BucketBuilder {
             wildcard: finish(self.wildcard),
             catch_all: sorted_bucket(self.catch_all, routes),
             backend_identity: None,
+            tag: None,
         }
     }
 }
@@ -204,6 +208,7 @@ impl Router {
                     .backend_client_certificate
                     .as_ref()
                     .map(|cert| reuse.identity(cert));
+                compiled.tag = Some(Arc::new(ListenerTag::of(listener)));
                 socket.listeners.insert(index, compiled);
                 match &listener.hostname {
                     None => {
@@ -287,6 +292,20 @@ impl Router {
             route,
             matched: route.matches.get(entry.matched as usize)?,
         })
+    }
+
+    /// Listener `index` of `socket`, as access-log records name it.
+    pub(crate) fn listener_tag(
+        &self,
+        socket: SocketAddr,
+        index: usize,
+    ) -> Option<&Arc<ListenerTag>> {
+        self.sockets
+            .get(&socket)?
+            .listeners
+            .get(&index)?
+            .tag
+            .as_ref()
     }
 
     pub fn route(&self, index: usize) -> Option<&CompiledRoute> {
