@@ -5,6 +5,8 @@
 #
 # usage: scripts/bench-proxy.sh [--duration 10] [--connections 64]
 #            [--proxies "coxswain nginx haproxy envoy"] [--coxswain-bin PATH]
+#            (`coxswain-nolog`: Coxswain with its access log off; `coxswain`
+#            writes every request's record to a file, its default cost)
 #            [--out bench/results/latest.md]
 #
 # Proxies are pinned to core 0; the origin and the load generators to core 1.
@@ -19,7 +21,7 @@ PROXIES="coxswain nginx haproxy envoy"
 COXSWAIN_BIN=""
 OUT="$ROOT/bench/results/latest.md"
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ "$#" -gt 0 ]; do
     case $1 in
@@ -103,14 +105,16 @@ start_envoy() {
     PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
 }
 
+# start_coxswain [ACCESS_LOG] : ACCESS_LOG is a file (default) or `off`.
 start_coxswain() {
-    local port admin help args
+    local port admin help args access_log=${1:-$WORKDIR/access.log}
     port=$(free_port) admin=$(free_port)
     "$ROOT/bench/gen-coxswain-config.sh" "$WORKDIR/coxswain-config" "$port" "$ORIGIN_PORT"
     args=(run --config "$WORKDIR/coxswain-config" --admin-address "127.0.0.1:$admin")
     help=$("$COXSWAIN_BIN" run --help 2>&1 || true)
     if grep -q -- '--worker-threads' <<<"$help"; then args+=(--worker-threads 1); fi
     if grep -q -- '--bind-address' <<<"$help"; then args+=(--bind-address 127.0.0.1); fi
+    if grep -q -- '--access-log ' <<<"$help"; then args+=(--access-log "$access_log"); fi
     # tokio's multi-thread runtime honours TOKIO_WORKER_THREADS when the
     # binary does not set a worker count itself.
     start_pinned proxy-coxswain 0 env TOKIO_WORKER_THREADS=1 RUST_LOG=warn \
@@ -118,6 +122,9 @@ start_coxswain() {
     PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
     WATCH_PID=$PROXY_PID wait_http "http://127.0.0.1:$admin/readyz" 60
 }
+
+# The same binary without its access log: the log's cost is the gap.
+start_coxswain-nolog() { start_coxswain off; }
 
 # ---- measurement ------------------------------------------------------------
 RESULTS="$WORKDIR/results.tsv"
