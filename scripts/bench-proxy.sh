@@ -5,6 +5,8 @@
 #
 # usage: scripts/bench-proxy.sh [--duration 10] [--connections 64]
 #            [--proxies "coxswain nginx haproxy envoy"] [--coxswain-bin PATH]
+#            (`coxswain-nolog`: Coxswain with its access log off; `coxswain`
+#            writes every request's record to a file, its default cost)
 #            [--out bench/results/latest.md]
 #
 # Proxies are pinned to core 0; the origin and the load generators to core 1.
@@ -19,7 +21,7 @@ PROXIES="coxswain nginx haproxy envoy"
 COXSWAIN_BIN=""
 OUT="$ROOT/bench/results/latest.md"
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ "$#" -gt 0 ]; do
     case $1 in

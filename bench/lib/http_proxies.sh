@@ -46,14 +46,16 @@ start_envoy() {
     PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
 }
 
+# start_coxswain [ACCESS_LOG] : ACCESS_LOG is a file (default) or `off`.
 start_coxswain() {
-    local port admin help args
+    local port admin help args access_log=${1:-$WORKDIR/access.log}
     port=$(free_port) admin=$(free_port)
     "$ROOT/bench/gen-coxswain-config.sh" "$WORKDIR/coxswain-config" "$port" "$ORIGIN_PORT"
     args=(run --config "$WORKDIR/coxswain-config" --admin-address "127.0.0.1:$admin")
     help=$("$COXSWAIN_BIN" run --help 2>&1 || true)
     if grep -q -- '--worker-threads' <<<"$help"; then args+=(--worker-threads 1); fi
     if grep -q -- '--bind-address' <<<"$help"; then args+=(--bind-address 127.0.0.1); fi
+    if grep -q -- '--access-log ' <<<"$help"; then args+=(--access-log "$access_log"); fi
     # tokio's multi-thread runtime honours TOKIO_WORKER_THREADS when the
     # binary does not set a worker count itself.
     start_pinned proxy-coxswain 0 env TOKIO_WORKER_THREADS=1 RUST_LOG=warn \
@@ -62,3 +64,5 @@ start_coxswain() {
     WATCH_PID=$PROXY_PID wait_http "http://127.0.0.1:$admin/readyz" 60
 }
 
+# The same binary without its access log: the log's cost is the gap.
+start_coxswain-nolog() { start_coxswain off; }

@@ -78,7 +78,7 @@ proxy_available() {
     case $1 in
     nginx | haproxy) return 0 ;;
     envoy) ensure_envoy ;;
-    coxswain) ensure_coxswain ;;
+    coxswain | coxswain-nolog) ensure_coxswain ;;
     *) NOTES+=("$1: unknown proxy, skipped"); return 1 ;;
     esac
 }

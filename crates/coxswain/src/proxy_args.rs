@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use clap::ValueEnum;
-use coxswain_ir::IpCidr;
+use coxswain_ir::{AccessLogField, IpCidr};
 use coxswain_proxy::{
-    EscapedSlashes, ForwardedTrust, H2Limits, HttpLimits, OverloadLimits, PathOptions,
-    ProxyOptions, UdpOptions,
+    AccessLogFormat, AccessLogOptions, AccessLogTarget, EscapedSlashes, ForwardedTrust, H2Limits,
+    HttpLimits, OverloadLimits, PathOptions, ProxyOptions, UdpOptions, open_access_log,
 };
 
 use crate::duration::parse_duration;
@@ -92,6 +92,60 @@ pub struct ProxyArgs {
     pub forward_client_cert: bool,
     #[command(flatten)]
     pub tracing: crate::tracing_args::TracingArgs,
+    /// Where access-log records go: `off`, `stdout`, `stderr`, or a file
+    /// path (appended to, created when missing). One record per HTTP
+    /// request, L4 connection and UDP session; see docs/observability.md.
+    #[arg(long, default_value = "stdout", value_parser = parse_access_log_target, value_name = "off|stdout|stderr|PATH")]
+    pub access_log: AccessLogTarget,
+    /// Access-log line format: one JSON object per line, or `key=value` text.
+    #[arg(long, default_value = "json", value_name = "FORMAT")]
+    pub access_log_format: AccessLogFormatArg,
+    /// The share of requests (connections, sessions) logged, 0 to 1.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_ratio, value_name = "RATIO")]
+    pub access_log_sample: f64,
+    /// The fields records carry, comma-separated (default: all of them);
+    /// names as in docs/observability.md.
+    #[arg(long, value_delimiter = ',', value_parser = parse_access_log_field, value_name = "FIELD,...")]
+    pub access_log_fields: Vec<AccessLogField>,
+    /// Responses carry the request's `x-request-id` (the client's own
+    /// when it sent a valid one, else the generated one).
+    #[arg(long)]
+    pub request_id_response: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum AccessLogFormatArg {
+    Json,
+    Text,
+}
+
+/// `off`, `stdout`, `stderr`, or a file that can be appended to.
+fn parse_access_log_target(value: &str) -> Result<AccessLogTarget, String> {
+    Ok(match value {
+        "off" => AccessLogTarget::Off,
+        "stdout" | "-" => AccessLogTarget::Stdout,
+        "stderr" => AccessLogTarget::Stderr,
+        path => {
+            let path = std::path::PathBuf::from(path);
+            // Checked now, so a wrong path fails the start, not every line.
+            open_access_log(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            AccessLogTarget::File(path)
+        }
+    })
+}
+
+fn parse_ratio(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("{value:?} is not a ratio from 0 to 1")),
+    }
+}
+
+fn parse_access_log_field(value: &str) -> Result<AccessLogField, String> {
+    AccessLogField::parse(value.trim()).ok_or_else(|| {
+        let names: Vec<&str> = AccessLogField::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown field {value:?}; fields: {}", names.join(", "))
+    })
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -134,6 +188,16 @@ impl ProxyArgs {
                 trusted_hops: self.xff_num_trusted_hops,
             },
             forward_client_cert: self.forward_client_cert,
+            access_log: AccessLogOptions {
+                target: self.access_log.clone(),
+                format: match self.access_log_format {
+                    AccessLogFormatArg::Json => AccessLogFormat::Json,
+                    AccessLogFormatArg::Text => AccessLogFormat::Text,
+                },
+                sample_ratio: self.access_log_sample,
+                fields: self.access_log_fields.clone(),
+            },
+            echo_request_id: self.request_id_response,
             overload: OverloadLimits {
                 max_connections: self.max_connections,
                 max_connections_per_listener: self.max_connections_per_listener,

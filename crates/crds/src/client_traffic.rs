@@ -1,6 +1,6 @@
 //! `ClientTrafficPolicy`: how a Gateway's listeners accept client
-//! connections. Today one setting: PROXY protocol (v1 and v2), so the real
-//! client address reaches the data plane behind an L4 load balancer.
+//! connections: PROXY protocol (v1 and v2), so the real client address
+//! reaches the data plane behind an L4 load balancer, and access logs.
 
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -29,6 +29,29 @@ pub struct ClientTrafficPolicySpec {
     /// Expect a PROXY protocol header before anything else on a connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_protocol: Option<ProxyProtocolConfig>,
+    /// Access-log settings for the targeted listeners, in place of the
+    /// `--access-log-*` flags' (docs/observability.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_log: Option<AccessLogConfig>,
+}
+
+/// What the targeted listeners' requests, connections and sessions log.
+/// Unset fields keep the process-wide flags' values.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessLogConfig {
+    /// `true`: no records at all for these listeners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    /// The share of requests logged, from 0 to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub sample_ratio: Option<f64>,
+    /// The fields records carry (names as in docs/observability.md, e.g.
+    /// `time`, `status`, `request_id`); unset: the flags' choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub fields: Option<Vec<String>>,
 }
 
 /// A Gateway in the policy's namespace, optionally one of its listeners.

@@ -35,7 +35,7 @@ pub use backend_policy::{
 };
 pub use basic_auth::{BasicAuth, BasicAuthSecretRef, BasicAuthSpec};
 pub use client_traffic::{
-    ClientTrafficPolicy, ClientTrafficPolicySpec, ClientTrafficPolicyStatus,
+    AccessLogConfig, ClientTrafficPolicy, ClientTrafficPolicySpec, ClientTrafficPolicyStatus,
     ClientTrafficTargetRef, ProxyProtocolConfig,
 };
 pub use compression::{Compression, CompressionSpec};

@@ -19,6 +19,7 @@
     )
 )]
 
+mod access_log;
 mod backend_policy;
 mod basic_auth;
 mod cidr;
@@ -36,6 +37,7 @@ mod precedence;
 mod route;
 mod tls;
 
+pub use access_log::{AccessLogField, AccessLogPolicy};
 pub use backend_policy::{BackendPolicy, Balancer, Breaker, HashKey, Persistence};
 pub use basic_auth::{BasicAuth, BasicAuthUser, HashText, PasswordHash, PasswordScheme};
 pub use cidr::{CidrError, IpCidr};

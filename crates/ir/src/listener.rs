@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Hostname, L4Route, Route, TlsCertificate};
+use crate::{AccessLogPolicy, Hostname, L4Route, Route, TlsCertificate};
 
 /// The transport a socket is bound with. TCP and UDP sockets on the same
 /// port number are two sockets, never a conflict.
@@ -73,6 +73,10 @@ pub struct Listener {
     /// `spec.tls.backend.clientCertificateRef`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_client_certificate: Option<TlsCertificate>,
+    /// This listener's access-log settings (a ClientTrafficPolicy's
+    /// `accessLog`); `None` keeps the process-wide ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_log: Option<AccessLogPolicy>,
 }
 
 impl Listener {

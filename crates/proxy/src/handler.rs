@@ -15,13 +15,17 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioExecutor;
 use hyper_util::server::conn::auto;
 
+use crate::access_log::AccessLog;
+use crate::access_log::http::{RequestLog, echo_request_id};
 use crate::http::body::{ProxyBody, plain};
 use crate::http::grpc::{self, into_grpc, is_grpc};
 use crate::http::grpc_status::PendingCall;
 use crate::http::headers::ForwardedTrust;
 use crate::http::limits::HttpLimits;
 use crate::http::normalize::{PathError, PathOptions, normalize_path};
+use crate::http::request_id;
 use crate::http::upgrade::UpgradeSlot;
+use crate::listen::TlsInfo;
 use crate::listen::client_identity::ClientIdentity;
 use crate::metrics::{Metrics, RouteMetrics, StatusCounters};
 use crate::overload::Overload;
@@ -60,6 +64,9 @@ pub struct Shared {
     pub upgrade_idle: Duration,
     /// Records spans when tracing is on.
     pub tracer: Option<Tracer>,
+    pub access_log: AccessLog,
+    /// Responses carry the request's `x-request-id`.
+    pub echo_request_id: bool,
 }
 
 /// Where a connection came in and from whom.
@@ -76,6 +83,8 @@ pub struct ConnInfo {
     /// The verified client certificate's identity, when the connection
     /// presented one (frontend validation).
     pub client_identity: Option<Arc<ClientIdentity>>,
+    /// The TLS the gateway terminated (for the access log).
+    pub tls: Option<Arc<TlsInfo>>,
     /// The relay of this connection once a request upgraded it.
     pub upgrade: UpgradeSlot,
     /// Set when an answer left its request body unread (HTTP/1): the
@@ -135,6 +144,10 @@ pub async fn handle(
     conn: ConnInfo,
     mut req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
+    // Before anything reads the headers: stages, backends and the log
+    // all see the same id.
+    let request_id = request_id::ensure(req.headers_mut());
+    let mut log = RequestLog::start(&shared.access_log);
     // One call site: each `.await` of `respond` would hold its own copy
     // of that large future, and this future is moved whole on every spawn.
     let mut call = is_grpc(req.headers()).then(|| PendingCall::new(shared.unmatched_route.clone()));
@@ -152,39 +165,53 @@ pub async fn handle(
         conn,
         req,
         call.as_mut(),
-        span.as_deref_mut(),
+        (span.as_deref_mut(), &mut log),
     )
     .await;
+    log.observe(&response);
     let response = match call {
         Some(call) => call.respond(into_grpc(response)),
         None => response,
     };
-    Ok(match span {
+    let mut response = match span {
         Some(span) => span.respond(response),
         None => response,
-    })
+    };
+    if shared.echo_request_id {
+        echo_request_id(&mut response, &request_id);
+    }
+    Ok(log.finish(&shared.access_log, response))
 }
 
-/// The response; a gRPC `call` learns which route took it.
+/// The response; a gRPC `call` learns which route took it, the `log`
+/// which listener and route.
 async fn respond(
     shared: &Shared,
     table: SharedTable,
     conn: ConnInfo,
     req: Request<Incoming>,
     call: Option<&mut PendingCall>,
-    mut span: Option<&mut ServerSpan>,
+    (mut span, log): (Option<&mut ServerSpan>, &mut RequestLog),
 ) -> Response<ProxyBody> {
     let started = Instant::now();
+    // A gateway check answers: logged with the default settings.
+    let refuse = |log: &mut RequestLog, req: &Request<Incoming>, what| {
+        log.admit(&shared.access_log, None, req, &conn, request_host(req));
+        log.answered_by(what);
+    };
     let Some(_in_flight) = shared.overload.admit() else {
+        refuse(log, &req, "overload");
         shared.metrics.rejections.record(RejectReason::Overloaded);
         return plain(StatusCode::SERVICE_UNAVAILABLE, "overloaded\n");
     };
     if uri_len(req.uri()) > shared.limits.max_uri_bytes {
+        refuse(log, &req, "uri_too_long");
         shared.metrics.rejections.record(RejectReason::UriTooLong);
         return plain(StatusCode::URI_TOO_LONG, "request target too long\n");
     }
     let mut req = req;
     if let Err(reason) = normalize_request_path(&mut req, &shared.path) {
+        refuse(log, &req, "bad_path");
         tracing::debug!(uri = %req.uri(), %reason, "bad request path");
         shared.metrics.rejections.record(RejectReason::Path(reason));
         return plain(StatusCode::BAD_REQUEST, "bad request path\n");
@@ -202,8 +229,11 @@ async fn respond(
             headers: req.headers(),
         };
         let listener = table.listener(conn.socket, host);
+        let tag = listener.and_then(|index| table.listener_tag(conn.socket, index));
+        log.admit(&shared.access_log, tag, &req, &conn, host);
         if conn.sni_listener.is_some() && listener != conn.sni_listener {
             tracing::debug!(host, "Host belongs to another listener than the SNI did");
+            log.answered_by("misdirected");
             shared
                 .unmatched
                 .record(StatusCode::MISDIRECTED_REQUEST.as_u16());
@@ -213,10 +243,17 @@ async fn respond(
     };
     let Some(hit) = hit else {
         tracing::debug!(method = %req.method(), uri = %req.uri(), "no route");
+        log.answered_by("no_route");
         shared.unmatched.record(StatusCode::NOT_FOUND.as_u16());
         return plain(StatusCode::NOT_FOUND, "no route matched\n");
     };
     let route = hit.route;
+    log.routed(&route.id);
+    if route.stages.mirrors()
+        && let Some(seed) = log.mirror_seed()
+    {
+        req.extensions_mut().insert(seed);
+    }
     if let Some(call) = call {
         call.routed(&route.metrics);
     }
@@ -247,7 +284,10 @@ async fn respond(
     let outcome = match limit {
         Some(limit) => match tokio::time::timeout(limit, work).await {
             Ok(done) => done,
-            Err(_) => Forwarded::local(route, StatusCode::GATEWAY_TIMEOUT, "request timed out\n"),
+            Err(_) => {
+                log.answered_by("request_timeout");
+                Forwarded::local(route, StatusCode::GATEWAY_TIMEOUT, "request timed out\n")
+            }
         },
         None => work.await,
     };

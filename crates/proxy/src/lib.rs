@@ -14,6 +14,7 @@
     )
 )]
 
+mod access_log;
 mod auth;
 mod backend_tls;
 mod balance;
@@ -54,10 +55,14 @@ use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use crate::access_log::{
+    AccessLogFormat, AccessLogOptions, AccessLogTarget, open as open_access_log,
+};
 pub use crate::http::normalize::{EscapedSlashes, PathOptions};
 
 pub use crate::http::headers::ForwardedTrust;
 pub use crate::http::limits::{H2Limits, HttpLimits};
+use access_log::AccessLog;
 use handler::Shared;
 pub use l4::udp::UdpOptions;
 pub use overload::OverloadLimits;
@@ -96,6 +101,9 @@ pub struct ProxyOptions {
     pub forward_client_cert: bool,
     /// OpenTelemetry tracing; `None` leaves trace headers untouched.
     pub tracing: Option<trace::TracingOptions>,
+    pub access_log: AccessLogOptions,
+    /// Responses carry the request's `x-request-id`.
+    pub echo_request_id: bool,
 }
 
 impl Default for ProxyOptions {
@@ -111,6 +119,8 @@ impl Default for ProxyOptions {
             forwarded: ForwardedTrust::default(),
             forward_client_cert: false,
             tracing: None,
+            access_log: AccessLogOptions::default(),
+            echo_request_id: false,
         }
     }
 }
@@ -190,9 +200,10 @@ impl Proxy {
                 .inspect_err(|e| tracing::error!(error = %e, "tracing disabled"))
                 .ok()
         });
+        let access_log = AccessLog::start(&options.access_log, metrics.access_log.clone());
         let shared = Shared {
             tracer,
-            mirrors: mirror::Mirrors::new(upstreams.clone()),
+            mirrors: mirror::Mirrors::new(upstreams.clone(), access_log.clone()),
             upstreams,
             unmatched: metrics.route("").upstream(""),
             unmatched_route: metrics.route(""),
@@ -203,6 +214,8 @@ impl Proxy {
             http: crate::http::server::builder(&options.http),
             limits: options.http.clone(),
             overload: overload::Overload::new(options.overload),
+            access_log,
+            echo_request_id: options.echo_request_id,
             metrics,
         };
         Proxy {
@@ -344,6 +357,7 @@ impl Proxy {
                     table.clone(),
                     inner.options.udp,
                     stopped,
+                    inner.shared.access_log.clone(),
                 ));
                 SocketTask::Udp(UdpTask {
                     local,

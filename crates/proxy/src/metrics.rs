@@ -128,6 +128,8 @@ pub struct Metrics {
     pub rate_limit_store: Arc<StoreErrors>,
     pub proxy_protocol: crate::listen::ProxyProtocolMetrics,
     pub tracing: Arc<crate::trace::TraceMetrics>,
+    /// Access-log records never written.
+    pub access_log: Arc<crate::access_log::LogCounters>,
 }
 
 /// Requests a global RateLimit's store failed (down, unreachable, slower
@@ -241,6 +243,7 @@ impl Metrics {
         self.rate_limit_store.render(out);
         self.proxy_protocol.render(out);
         self.tracing.render(out);
+        self.access_log.render(out);
     }
 }
 

@@ -17,6 +17,7 @@ use tokio::sync::Semaphore;
 
 use coxswain_ir::{BackendTarget, Mirror};
 
+use crate::access_log::{AccessLog, Record};
 use crate::backend_tls::BackendIdentity;
 use crate::cluster::ClusterSet;
 use crate::http::body::ClientBody;
@@ -79,24 +80,29 @@ pub struct Copied<'a> {
 pub struct Mirrors {
     upstreams: Arc<Upstreams>,
     slots: Arc<Semaphore>,
+    log: AccessLog,
 }
 
 impl Mirrors {
-    pub fn new(upstreams: Arc<Upstreams>) -> Self {
+    pub fn new(upstreams: Arc<Upstreams>, log: AccessLog) -> Self {
         Mirrors {
             upstreams,
             slots: Arc::new(Semaphore::new(IN_FLIGHT)),
+            log,
         }
     }
 
     /// Starts the mirror request of `filter` for `request`, with `body`
-    /// (a copy, aborted when `cut` fires).
+    /// (a copy, aborted when `cut` fires); `record` is its access-log
+    /// record when the request is logged.
     pub fn send(
         &self,
         filter: &MirrorFilter,
         request: &Copied<'_>,
         (body, cut): (ClientBody, Option<CutSignal>),
+        record: Option<Box<Record>>,
     ) {
+        let mut record = record.map(|r| (r, std::time::Instant::now(), self.log.clone()));
         let counters = filter.counters.clone();
         let fail = |why: &str| {
             counters.failures.fetch_add(1, Ordering::Relaxed);
@@ -111,6 +117,9 @@ impl Mirrors {
         let Some(endpoint) = cluster.next_endpoint() else {
             return fail("no healthy mirror upstream");
         };
+        if let Some((r, _, _)) = &mut record {
+            r.upstream = Some(endpoint);
+        }
         let connect_timeout = cluster.connect_timeout(self.upstreams.connect_timeout);
         let via = match Via::for_cluster(cluster, request.identity, connect_timeout) {
             Ok(via) => via,
@@ -144,9 +153,13 @@ impl Mirrors {
                     .upstreams(&upstreams)
                     .send(via, endpoint, req, false)
                     .await?;
+                let status = response.status().as_u16();
                 // Read to the end so the connection can be reused.
-                let _ = response.into_body().collect().await;
-                Ok::<(), crate::upstream::UpstreamError>(())
+                let size = match response.into_body().collect().await {
+                    Ok(body) => bytes::Buf::remaining(&body.aggregate()) as u64,
+                    Err(_) => 0,
+                };
+                Ok::<(u16, u64), crate::upstream::UpstreamError>((status, size))
             };
             let cut = async {
                 match &cut {
@@ -154,14 +167,23 @@ impl Mirrors {
                     None => std::future::pending().await,
                 }
             };
-            let why = tokio::select! {
+            let done = tokio::select! {
                 done = tokio::time::timeout(timeout, exchange) => match done {
-                    Ok(Ok(())) => return,
-                    Ok(Err(e)) => e.to_string(),
-                    Err(_) => "timed out".to_string(),
+                    Ok(Ok(answered)) => Ok(answered),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err("timed out".to_string()),
                 },
-                () = cut => CopyCut.to_string(),
+                () = cut => Err(CopyCut.to_string()),
             };
+            if let Some((mut r, started, log)) = record {
+                r.duration = started.elapsed();
+                if let Ok((status, size)) = &done {
+                    r.status = Some(*status);
+                    r.bytes_sent = *size;
+                }
+                log.push(r);
+            }
+            let Err(why) = done else { return };
             counters.failures.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(%route, %upstream, %endpoint, error = %why, "mirror request failed");
         });

@@ -92,10 +92,16 @@ impl RetryPolicy {
 pub struct Failed {
     pub status: StatusCode,
     pub text: &'static str,
+    /// Attempts made again before giving up.
+    pub retries: u32,
 }
 
 const fn failed(status: StatusCode, text: &'static str) -> Failed {
-    Failed { status, text }
+    Failed {
+        status,
+        text,
+        retries: 0,
+    }
 }
 
 /// Everything one exchange needs besides the request.
@@ -123,6 +129,10 @@ pub struct Upstreamed {
     pub response: Response<Incoming>,
     pub attempt: Attempt,
     pub set_cookie: Option<http::HeaderValue>,
+    /// Attempts made again before this one.
+    pub retries: u32,
+    /// When its response headers arrived.
+    pub first_byte: Instant,
 }
 
 /// Why one attempt failed.
@@ -206,19 +216,29 @@ impl Exchange<'_> {
                 Err((AttemptError::TimedOut | AttemptError::Other, _)) => self.policy.configured,
             };
             if !(may_retry && retryable) {
+                let retried = |mut f: Failed| {
+                    f.retries = retry;
+                    f
+                };
                 return match result {
-                    Ok(up) => Ok(up),
+                    Ok(mut up) => {
+                        up.retries = retry;
+                        Ok(up)
+                    }
                     // The client broke its body's framing: its fault, not
                     // the backend's; the upstream request was aborted with it.
-                    Err(_) if client_body.too_large() => Err(self.too_large()),
+                    Err(_) if client_body.too_large() => Err(retried(self.too_large())),
                     Err(_) if client_body.broken() => {
                         self.shared
                             .metrics
                             .rejections
                             .record(RejectReason::BodyFraming);
-                        Err(failed(StatusCode::BAD_REQUEST, "malformed request body\n"))
+                        Err(retried(failed(
+                            StatusCode::BAD_REQUEST,
+                            "malformed request body\n",
+                        )))
                     }
-                    Err((_, failure)) => Err(failure),
+                    Err((_, failure)) => Err(retried(failure)),
                 };
             }
             // Past the backend's retry budget a retry is answered 503, as
@@ -231,10 +251,10 @@ impl Exchange<'_> {
                     .retry_budget_exhausted
                     .fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(route = self.route_label, upstream = %self.cluster.name, policy = %budget.config.policy, "retry budget exhausted");
-                return Err(failed(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "retry budget exhausted\n",
-                ));
+                let mut exhausted =
+                    failed(StatusCode::SERVICE_UNAVAILABLE, "retry budget exhausted\n");
+                exhausted.retries = retry;
+                return Err(exhausted);
             }
             retry += 1;
             self.shared.metrics.retries.fetch_add(1, Ordering::Relaxed);
@@ -381,6 +401,8 @@ impl Exchange<'_> {
             response,
             attempt,
             set_cookie,
+            retries: 0,
+            first_byte: now,
         }).map_err(|e| {
             if e.is_connect {
                 self.shared.metrics.connect_errors.fetch_add(1, Ordering::Relaxed);

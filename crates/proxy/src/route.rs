@@ -60,7 +60,8 @@ fn backend_edits(filters: &[Filter]) -> (Vec<HeaderEdits>, Vec<HeaderEdits>) {
 
 #[derive(Debug)]
 pub struct CompiledRoute {
-    pub id: RouteId,
+    /// Shared with the access-log records of its requests.
+    pub id: Arc<RouteId>,
     pub label: String,
     pub matches: Vec<CompiledMatch>,
     /// Precedence of each match, kept so a reused route is not re-ranked.
@@ -121,7 +122,7 @@ impl CompiledRoute {
             &label,
         );
         Ok(CompiledRoute {
-            id: route.id.clone(),
+            id: Arc::new(route.id.clone()),
             matches,
             specificity: route.matches.iter().map(MatchSpecificity::of).collect(),
             stages,

@@ -78,6 +78,7 @@ fn listener(name: &str, hostname: Option<&str>, tls: Option<&TestCert>, serve: S
         serve,
         listener_set: None,
         backend_client_certificate: None,
+        access_log: None,
     }
 }
 

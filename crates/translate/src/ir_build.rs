@@ -75,6 +75,10 @@ pub fn build_config(
                     ListenerOwner::ListenerSet(key) => Some(key.to_string()),
                 },
                 backend_client_certificate: gw.backend_client_certificate(),
+                access_log: match &l.owner {
+                    ListenerOwner::Gateway => client_traffic.access_log(key, &l.name),
+                    ListenerOwner::ListenerSet(_) => None,
+                },
             };
             let transport = match protocol {
                 Protocol::Udp => Transport::Udp,

@@ -17,7 +17,7 @@ pub fn ir_rule<'c>(
         .matches
         .iter()
         .position(|m| std::ptr::eq(m, hit.matched))?;
-    let route: &Route = routes.iter().find(|r| r.id == hit.route.id)?;
+    let route: &Route = routes.iter().find(|r| r.id == *hit.route.id)?;
     Some((route, match_index))
 }
 

@@ -3,7 +3,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -45,7 +45,7 @@ pub struct ClientBody {
 enum Source {
     Client {
         inner: hyper::body::Incoming,
-        state: Arc<AtomicU8>,
+        state: Arc<BodyState>,
         /// Bytes the body may still carry (RequestSizeLimit).
         allowance: Option<u64>,
         /// Mirrors that still get a copy of each frame.
@@ -61,7 +61,7 @@ impl ClientBody {
     /// The client's body, cut off with an error once it carries more
     /// than `limit` bytes.
     pub fn new(inner: hyper::body::Incoming, limit: Option<u64>) -> (Self, ClientBodyState) {
-        let state = Arc::new(AtomicU8::new(INTACT));
+        let state = Arc::new(BodyState::default());
         let source = Source::Client {
             inner,
             state: state.clone(),
@@ -109,23 +109,40 @@ const INTACT: u8 = 0;
 const BROKEN: u8 = 1;
 const TOO_LARGE: u8 = 2;
 
+/// What became of a client's body: malformed or too large, and how many
+/// bytes of it were read (for the access log).
+#[derive(Debug, Default)]
+struct BodyState {
+    state: AtomicU8,
+    bytes: AtomicU64,
+}
+
 /// Whether the body a [`ClientBody`] carried turned out malformed or too
 /// large.
 #[derive(Clone)]
-pub struct ClientBodyState(Arc<AtomicU8>);
+pub struct ClientBodyState(Arc<BodyState>);
 
 impl ClientBodyState {
-    /// The state of a body known whole and within its limits.
-    pub fn intact() -> Self {
-        ClientBodyState(Arc::new(AtomicU8::new(INTACT)))
+    /// The state of a body of `bytes` bytes, known whole and within its
+    /// limits.
+    pub fn intact(bytes: u64) -> Self {
+        ClientBodyState(Arc::new(BodyState {
+            state: AtomicU8::new(INTACT),
+            bytes: AtomicU64::new(bytes),
+        }))
     }
 
     pub fn broken(&self) -> bool {
-        self.0.load(Ordering::Relaxed) == BROKEN
+        self.0.state.load(Ordering::Relaxed) == BROKEN
     }
 
     pub fn too_large(&self) -> bool {
-        self.0.load(Ordering::Relaxed) == TOO_LARGE
+        self.0.state.load(Ordering::Relaxed) == TOO_LARGE
+    }
+
+    /// The body bytes read from the client so far.
+    pub fn bytes(&self) -> u64 {
+        self.0.bytes.load(Ordering::Relaxed)
     }
 }
 
@@ -164,7 +181,7 @@ impl http_body::Body for ClientBody {
                         None => {
                             // Nothing past the limit goes upstream or to a
                             // mirror; the upstream request is aborted.
-                            state.store(TOO_LARGE, Ordering::Relaxed);
+                            state.state.store(TOO_LARGE, Ordering::Relaxed);
                             copies.clear();
                             return Poll::Ready(Some(Err(BodyError::from(BodyTooLarge))));
                         }
@@ -172,6 +189,8 @@ impl http_body::Body for ClientBody {
                 }
                 match &polled {
                     Poll::Ready(Some(Ok(frame))) => {
+                        let size = frame.data_ref().map_or(0, |d| d.len() as u64);
+                        state.bytes.fetch_add(size, Ordering::Relaxed);
                         tee::offer(copies, frame);
                         // A sized body is often not polled past its last
                         // frame: its copies end here, cleanly.
@@ -181,7 +200,7 @@ impl http_body::Body for ClientBody {
                     }
                     Poll::Ready(None) => tee::finish(copies),
                     Poll::Ready(Some(Err(_))) => {
-                        state.store(BROKEN, Ordering::Relaxed);
+                        state.state.store(BROKEN, Ordering::Relaxed);
                         copies.clear(); // the copies end in an error too
                     }
                     Poll::Pending => {}

@@ -59,7 +59,7 @@ impl GrpcStatusCounters {
 }
 
 /// The `grpc-status` in `headers`, when it is a valid code (0 to 16).
-fn status_in(headers: &HeaderMap) -> Option<u8> {
+pub(crate) fn status_in(headers: &HeaderMap) -> Option<u8> {
     let value = headers.get("grpc-status")?.to_str().ok()?;
     let code: u8 = value.parse().ok()?;
     (usize::from(code) < CODES).then_some(code)

@@ -14,6 +14,7 @@ pub mod linger;
 pub mod normalize;
 pub mod path;
 pub mod redirect;
+pub mod request_id;
 pub mod server;
 pub mod session;
 pub mod tee;

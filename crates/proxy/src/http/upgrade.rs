@@ -19,7 +19,7 @@ use http::{HeaderMap, HeaderValue, Method, Request, Version};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
-use crate::l4::splice::{Counters, Sides, splice};
+use crate::l4::splice::{ConnectionBytes, Counters, Sides, splice};
 
 /// Upgraded connections, for `/metrics`.
 #[derive(Debug, Default)]
@@ -204,6 +204,8 @@ fn relay(
             Counters {
                 inbound: &m.bytes_in,
                 outbound: &m.bytes_out,
+                // Not in the upgrade request's record (sent at the 101).
+                connection: &ConnectionBytes::default(),
             },
             // Upgraded HTTP connections: always shut down explicitly.
             Sides {

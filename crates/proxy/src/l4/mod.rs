@@ -9,8 +9,9 @@ pub mod udp;
 
 use std::sync::Arc;
 
-use coxswain_ir::{HostSpecificity, Hostname, L4Route};
+use coxswain_ir::{HostSpecificity, Hostname, L4Route, Listener, RouteId};
 
+use crate::access_log::ListenerTag;
 use crate::backend_tls::BackendIdentity;
 use crate::cluster::{ClusterSet, ClusterState};
 use crate::listen::Certificates;
@@ -21,6 +22,8 @@ use metrics::{L4Registry, L4RouteMetrics};
 /// One L4 route rule, ready to serve.
 #[derive(Debug)]
 pub struct L4Entry {
+    /// Shared with the access-log records of its connections.
+    pub id: Arc<RouteId>,
     pub label: String,
     /// Empty matches every name (and connections without SNI).
     hostnames: Vec<Hostname>,
@@ -66,10 +69,13 @@ pub enum BackendTlsUse {
 pub struct L4Table {
     entries: Vec<L4Entry>,
     pub backend_tls: BackendTlsUse,
+    /// The listener, as access-log records name it.
+    pub listener: Option<Arc<ListenerTag>>,
 }
 
 impl L4Table {
     pub fn compile(
+        listener: &Listener,
         routes: &[Arc<L4Route>],
         ctx: &L4Context<'_>,
         backend_tls: BackendTlsUse,
@@ -80,6 +86,7 @@ impl L4Table {
             .map(|r| {
                 let label = route_label(&r.id);
                 L4Entry {
+                    id: Arc::new(r.id.clone()),
                     metrics: registry.route(&label),
                     label,
                     hostnames: r.hostnames.clone(),
@@ -94,6 +101,7 @@ impl L4Table {
         L4Table {
             entries,
             backend_tls,
+            listener: Some(Arc::new(ListenerTag::of(listener))),
         }
     }
 

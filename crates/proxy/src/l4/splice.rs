@@ -39,12 +39,20 @@ pub enum SpliceEnd {
     Error(io::ErrorKind),
 }
 
-/// Bytes moved, for metrics.
+/// Bytes moved, for metrics: the route's totals and this connection's.
 pub struct Counters<'a> {
     /// Client to backend.
     pub inbound: &'a AtomicU64,
     /// Backend to client.
     pub outbound: &'a AtomicU64,
+    pub connection: &'a ConnectionBytes,
+}
+
+/// One connection's bytes (its access-log record's).
+#[derive(Debug, Default)]
+pub struct ConnectionBytes {
+    pub inbound: AtomicU64,
+    pub outbound: AtomicU64,
 }
 
 /// Relays until both directions are done, one fails, or `idle` passes
@@ -68,13 +76,13 @@ where
     let (up_done, down_done) = (AtomicBool::new(false), AtomicBool::new(false));
     let up = copy(
         (&mut client_rd, &mut backend_wr),
-        counters.inbound,
+        (counters.inbound, &counters.connection.inbound),
         (&last, start),
         (&up_done, &down_done, sides.backend_raw),
     );
     let down = copy(
         (&mut backend_rd, &mut client_wr),
-        counters.outbound,
+        (counters.outbound, &counters.connection.outbound),
         (&last, start),
         (&down_done, &up_done, sides.client_raw),
     );
@@ -99,7 +107,7 @@ fn since(start: Instant) -> u64 {
 /// ended, `to` is plain TCP).
 async fn copy<R, W>(
     (from, to): (&mut R, &mut W),
-    counter: &AtomicU64,
+    (counter, connection): (&AtomicU64, &AtomicU64),
     (last, start): (&AtomicU64, Instant),
     (done, other_done, to_raw): (&AtomicBool, &AtomicBool, bool),
 ) -> io::Result<()>
@@ -122,6 +130,7 @@ where
         }
         to.write_all(&buf).await?;
         counter.fetch_add(n as u64, Ordering::Relaxed);
+        connection.fetch_add(n as u64, Ordering::Relaxed);
         last.store(since(start), Ordering::Relaxed);
         if n == buf.capacity() && buf.capacity() < BUFFER {
             buf.reserve(BUFFER - n);
@@ -168,6 +177,7 @@ mod tests {
                 Counters {
                     inbound: &i,
                     outbound: &o,
+                    connection: &ConnectionBytes::default(),
                 },
                 TLS_BOTH,
             )
@@ -200,6 +210,7 @@ mod tests {
                 Counters {
                     inbound: &i,
                     outbound: &o,
+                    connection: &ConnectionBytes::default(),
                 },
                 TLS_BOTH,
             )
@@ -272,6 +283,7 @@ mod tests {
             let counters = Counters {
                 inbound: &i,
                 outbound: &o,
+                connection: &ConnectionBytes::default(),
             };
             splice(client, backend, Duration::from_secs(60), counters, sides).await
         });
@@ -314,6 +326,7 @@ mod tests {
             let counters = Counters {
                 inbound: &i,
                 outbound: &o,
+                connection: &ConnectionBytes::default(),
             };
             let end = splice(client, backend, Duration::from_secs(60), counters, TLS_BOTH).await;
             (end, i.load(Ordering::SeqCst))

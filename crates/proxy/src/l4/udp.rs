@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use super::L4Table;
 use super::metrics::{ActiveGuard, L4RouteMetrics};
+use crate::access_log::{AccessLog, ConnectionLog, Kind};
 
 /// The largest datagram relayed.
 const MAX_DATAGRAM: usize = 64 * 1024;
@@ -51,11 +52,18 @@ struct Session {
     metrics: Arc<L4RouteMetrics>,
     reply: JoinHandle<()>,
     _active: ActiveGuard,
+    /// Sent when the session ends (idle, evicted, or the socket stopped).
+    log: ConnectionLog,
+    /// Bytes relayed from the client, and to it.
+    bytes_in: u64,
+    bytes_out: Arc<AtomicU64>,
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
         self.reply.abort();
+        let log = std::mem::replace(&mut self.log, ConnectionLog::none());
+        log.finish(self.bytes_in, self.bytes_out.load(Ordering::Relaxed));
     }
 }
 
@@ -69,6 +77,7 @@ pub async fn serve(
     table: SharedL4,
     options: UdpOptions,
     mut stop: oneshot::Receiver<()>,
+    log: AccessLog,
 ) {
     let start = Instant::now();
     let mut sessions: HashMap<SocketAddr, Session> = HashMap::new();
@@ -97,7 +106,7 @@ pub async fn serve(
                         evict_least_recent(&mut sessions);
                     }
                     let table = table.load();
-                    match open_session(&socket, &table, client, start).await {
+                    match open_session(&socket, &table, client, (start, &log)).await {
                         Ok(Some(session)) => drop(sessions.insert(client, session)),
                         Ok(None) => continue,
                         Err(e) => {
@@ -106,10 +115,11 @@ pub async fn serve(
                         }
                     }
                 }
-                if let Some(session) = sessions.get(&client) {
+                if let Some(session) = sessions.get_mut(&client) {
                     session.last.store(millis_since(start), Ordering::Relaxed);
                     if session.upstream.send(datagram).await.is_ok() {
                         L4RouteMetrics::add(&session.metrics.bytes_in, n as u64);
+                        session.bytes_in += n as u64;
                     }
                 }
             }
@@ -135,13 +145,16 @@ async fn open_session(
     listener: &Arc<UdpSocket>,
     table: &L4Table,
     client: SocketAddr,
-    start: Instant,
+    (start, log): (Instant, &AccessLog),
 ) -> io::Result<Option<Session>> {
     let Some(route) = table.pick(None) else {
         return Ok(None);
     };
+    let mut log = ConnectionLog::start(log, Kind::Udp, table.listener.as_ref(), client, None);
+    log.routed(&route.id);
     let Some(endpoint) = route.choose().and_then(|c| session_endpoint(c, client)) else {
         L4RouteMetrics::add(&route.metrics.refused, 1);
+        log.refused("no_backend");
         return Ok(None);
     };
     let local: SocketAddr = if endpoint.is_ipv4() {
@@ -154,14 +167,15 @@ async fn open_session(
         L4RouteMetrics::add(&route.metrics.connect_errors, 1);
         return Err(e);
     }
+    log.connected(endpoint, 0);
     let upstream = Arc::new(upstream);
     let last = Arc::new(AtomicU64::new(millis_since(start)));
+    let bytes_out = Arc::new(AtomicU64::new(0));
     let reply = tokio::spawn(relay_replies(
         upstream.clone(),
-        listener.clone(),
-        client,
+        (listener.clone(), client),
         last.clone(),
-        route.metrics.clone(),
+        (route.metrics.clone(), bytes_out.clone()),
         start,
     ));
     Ok(Some(Session {
@@ -170,15 +184,17 @@ async fn open_session(
         _active: route.metrics.open(),
         metrics: route.metrics.clone(),
         reply,
+        log,
+        bytes_in: 0,
+        bytes_out,
     }))
 }
 
 async fn relay_replies(
     upstream: Arc<UdpSocket>,
-    listener: Arc<UdpSocket>,
-    client: SocketAddr,
+    (listener, client): (Arc<UdpSocket>, SocketAddr),
     last: Arc<AtomicU64>,
-    metrics: Arc<L4RouteMetrics>,
+    (metrics, sent): (Arc<L4RouteMetrics>, Arc<AtomicU64>),
     start: Instant,
 ) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
@@ -194,6 +210,7 @@ async fn relay_replies(
         if listener.send_to(datagram, client).await.is_ok() {
             last.store(millis_since(start), Ordering::Relaxed);
             L4RouteMetrics::add(&metrics.bytes_out, n as u64);
+            sent.fetch_add(n as u64, Ordering::Relaxed);
         }
     }
 }

@@ -12,6 +12,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::{Instant, timeout_at};
 
+use super::TlsInfo;
 use super::client_hello::read_client_hello;
 use super::preface::plausible_start;
 use super::proxy_header::read_proxy_header;
@@ -173,6 +174,7 @@ async fn serve(
         https: false,
         sni_listener: None,
         client_identity: None,
+        tls: None,
         upgrade: Default::default(),
         linger: Default::default(),
     };
@@ -187,7 +189,9 @@ async fn serve(
             // Bytes after the PROXY header go to the backend; the header
             // itself does not.
             let io = Rewind::new(read.freeze(), stream);
-            Box::pin(proxy_connection((io, true), client, table, None, state.tcp)).await;
+            let log = (&state.shared.access_log, None);
+            let relay = proxy_connection((io, true), client, table, None, state.tcp, log);
+            Box::pin(relay).await;
         }
     }
 }
@@ -242,9 +246,12 @@ async fn tls_connection(
             let acceptor = tokio_rustls::TlsAcceptor::from(http.config.clone());
             match timeout_at(deadline, acceptor.accept(io)).await {
                 Ok(Ok(tls_stream)) => {
+                    let version = tls_stream.get_ref().1.protocol_version();
+                    let tls_info = TlsInfo::new(version, hello.sni.as_deref());
                     let info = ConnInfo {
                         https: true,
                         sni_listener: Some(listener.index),
+                        tls: Some(Arc::new(tls_info)),
                         client_identity: http.client_identity(tls_stream.get_ref().1).map(Arc::new),
                         ..info
                     };
@@ -270,9 +277,10 @@ async fn tls_connection(
             match timeout_at(deadline, acceptor.accept(io)).await {
                 Ok(Ok(tls_stream)) => {
                     let sni = hello.sni.as_deref();
-                    let relay =
-                        proxy_connection((tls_stream, false), client, table, sni, state.tcp);
-                    Box::pin(relay).await;
+                    let version = tls_stream.get_ref().1.protocol_version();
+                    let log = (&state.shared.access_log, Some(TlsInfo::new(version, sni)));
+                    let io = (tls_stream, false);
+                    Box::pin(proxy_connection(io, client, table, sni, state.tcp, log)).await;
                 }
                 Ok(Err(e)) => tracing::debug!(%client, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%client, "TLS handshake timed out"),
@@ -280,7 +288,8 @@ async fn tls_connection(
         }
         TlsAction::Passthrough(table) => {
             let sni = hello.sni.as_deref();
-            proxy_connection((io, true), client, table, sni, state.tcp).await;
+            let log = (&state.shared.access_log, Some(TlsInfo::new(None, sni)));
+            proxy_connection((io, true), client, table, sni, state.tcp, log).await;
         }
         TlsAction::Refuse => {}
     }
@@ -302,7 +311,6 @@ mod tests {
     fn the_per_connection_future_stays_small() {
         let size = future_size(serve);
         eprintln!("per-connection future: {size} bytes");
-        eprintln!("tls: {}", future_size(tls_connection));
         assert!(size <= 1024, "{size} bytes");
     }
 }

@@ -14,10 +14,12 @@ mod proxy_metrics;
 pub mod proxy_protocol;
 mod rewind;
 pub mod tls;
+mod tls_info;
 
 pub use accept::{ListenerTask, SharedPlan, spawn};
 pub use certificates::Certificates;
 pub use proxy_metrics::ProxyProtocolMetrics;
+pub use tls_info::TlsInfo;
 
 use std::sync::Arc;
 
@@ -70,10 +72,11 @@ impl SocketMode {
         }
         // The translator never puts two TCP listeners, or TCP next to HTTP,
         // on one socket (they conflict).
-        match socket.listeners.first().map(|l| &l.serve) {
-            Some(Serve::Tcp(routes)) => {
+        match socket.listeners.first().map(|l| (l, &l.serve)) {
+            Some((listener, Serve::Tcp(routes))) => {
                 let identity = ctx.identities.first().cloned().flatten();
-                let table = L4Table::compile(routes, ctx, BackendTlsUse::Originate(identity));
+                let tls = BackendTlsUse::Originate(identity);
+                let table = L4Table::compile(listener, routes, ctx, tls);
                 SocketMode::Tcp(Arc::new(table))
             }
             _ => SocketMode::Http,
@@ -83,8 +86,10 @@ impl SocketMode {
 
 /// The L4 table of a UDP socket's listener.
 pub fn udp_table(socket: &Socket, ctx: &L4Context<'_>) -> L4Table {
-    match socket.listeners.first().map(|l| &l.serve) {
-        Some(Serve::Udp(routes)) => L4Table::compile(routes, ctx, BackendTlsUse::AsIs),
+    match socket.listeners.first().map(|l| (l, &l.serve)) {
+        Some((listener, Serve::Udp(routes))) => {
+            L4Table::compile(listener, routes, ctx, BackendTlsUse::AsIs)
+        }
         _ => L4Table::default(),
     }
 }

@@ -119,7 +119,7 @@ fn action(
     ctx: &L4Context<'_>,
     identity: Option<Arc<BackendIdentity>>,
 ) -> TlsAction {
-    let table = |routes, tls| Arc::new(L4Table::compile(routes, ctx, tls));
+    let table = |routes, tls| Arc::new(L4Table::compile(listener, routes, ctx, tls));
     let config = |alpn: &[&[u8]]| {
         let tls = listener.tls.as_ref()?;
         server_config(&listener.name, tls, alpn, ctx.certificates)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::context::Outbound;
+use crate::access_log::http::MirrorSeed;
 use crate::backend_tls::BackendIdentity;
 use crate::handler::Shared;
 use crate::http::body::ClientBody;
@@ -30,8 +31,10 @@ pub fn send_copies(
         timeout: mirror_timeout(route),
         identity,
     };
+    let seed = out.parts.extensions.get::<MirrorSeed>();
     for m in &out.mirrors {
-        shared.mirrors.send(m, &copied, body.copy());
+        let record = seed.map(MirrorSeed::record);
+        shared.mirrors.send(m, &copied, body.copy(), record);
     }
 }
 

@@ -44,6 +44,7 @@ use http::header::CONNECTION;
 use http::{HeaderValue, Request, Response, StatusCode, Version};
 use hyper::body::Incoming;
 
+use crate::access_log::http::{AnsweredBy, ReceivedBytes};
 use crate::handler::{ConnInfo, Shared};
 use crate::http::body::{ClientBody, ClientBodyState, ProxyBody, plain};
 use crate::metrics::StatusCounters;
@@ -110,10 +111,12 @@ pub async fn serve<'r>(
         RequestBody::Unread(incoming) => ClientBody::new(incoming, out.body_limit),
         // Read whole by a check: the upstream gets the same bytes.
         RequestBody::Whole(bytes) if out.body_limit.is_none_or(|l| bytes.len() as u64 <= l) => {
-            (ClientBody::from_bytes(bytes), ClientBodyState::intact())
+            let len = bytes.len() as u64;
+            (ClientBody::from_bytes(bytes), ClientBodyState::intact(len))
         }
         RequestBody::Whole(_) | RequestBody::TooLarge { .. } => {
             let mut response = plain(StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n");
+            response.extensions_mut().insert(AnsweredBy("size_limit"));
             if http1 {
                 unread_body(&conn, &mut response);
             }
@@ -140,6 +143,16 @@ pub async fn serve<'r>(
     if http1 && state.too_large() {
         unread_body(&conn, &mut forwarded.response);
     }
+    if state.too_large() {
+        forwarded
+            .response
+            .extensions_mut()
+            .insert(AnsweredBy("size_limit"));
+    }
+    forwarded
+        .response
+        .extensions_mut()
+        .insert(ReceivedBytes(state));
     forwarded
 }
 

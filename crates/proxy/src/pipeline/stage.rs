@@ -13,6 +13,7 @@ use super::{
     Flow, basic_auth, compression, cors, external_auth, headers, ip_access, jwt_auth, path_rewrite,
     rate_limit, redirect, rewrite, size_limit,
 };
+use crate::access_log::http::AnsweredBy;
 use crate::auth::ext_authz::CompiledExternalAuth;
 use crate::cluster::ClusterSet;
 use crate::http::body::plain;
@@ -75,6 +76,33 @@ pub enum RequestStage {
 }
 
 impl RequestStage {
+    /// The access log's `answered_by` when this stage answers.
+    fn answer_name(&self) -> &'static str {
+        match self {
+            RequestStage::Deny(_) => "filter_unavailable",
+            RequestStage::Extension(e) => match &**e {
+                CompiledExtension::IpAccess(_) => "ip_access",
+                CompiledExtension::BasicAuth(_) => "basic_auth",
+                CompiledExtension::JwtAuth(_) => "jwt_auth",
+                CompiledExtension::ExternalAuth(_) => "external_auth",
+                CompiledExtension::SizeLimit { .. } => "size_limit",
+                CompiledExtension::RateLimit(_) => "rate_limit",
+                CompiledExtension::PathRewrite { .. } => "path_rewrite",
+                CompiledExtension::Compression(_) => "compression",
+                CompiledExtension::Broken { .. } | CompiledExtension::Inactive => {
+                    "filter_unavailable"
+                }
+            },
+            RequestStage::RateLimit(_) => "rate_limit",
+            RequestStage::ExternalAuth { .. } => "external_auth",
+            RequestStage::Cors(_) => "cors",
+            RequestStage::RequestHeaders(_) => "request_headers",
+            RequestStage::Rewrite(_) => "url_rewrite",
+            RequestStage::Redirect(_) => "redirect",
+            RequestStage::Mirror(_) => "mirror",
+        }
+    }
+
     pub fn phase(&self) -> Phase {
         match self {
             RequestStage::Deny(_) => Phase::Network,
@@ -201,10 +229,20 @@ impl RequestStages {
             .collect()
     }
 
+    /// Does the rule mirror requests?
+    pub fn mirrors(&self) -> bool {
+        self.stages
+            .iter()
+            .any(|s| matches!(s, RequestStage::Mirror(_)))
+    }
+
     /// Runs every stage in order until one answers.
     pub async fn run<'r>(&'r self, ctx: &mut RequestCtx<'r>) -> Flow {
         for stage in self.stages.iter() {
-            if let Flow::Answer(response) = stage.run(ctx).await {
+            if let Flow::Answer(mut response) = stage.run(ctx).await {
+                response
+                    .extensions_mut()
+                    .insert(AnsweredBy(stage.answer_name()));
                 return Flow::Answer(response);
             }
         }

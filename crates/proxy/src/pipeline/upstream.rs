@@ -10,6 +10,7 @@ use http::header::UPGRADE;
 
 use super::context::Outbound;
 use super::{Forwarded, response};
+use crate::access_log::{self, http::Retries, http::UpstreamLog};
 use crate::backend_tls::BackendIdentity;
 use crate::balance::Stickiness;
 use crate::handler::{ConnInfo, Shared};
@@ -68,13 +69,32 @@ pub async fn forward<'r>(
         },
         trace: out.trace,
     };
+    // The trace context as it goes upstream (a tracer may have set it).
+    let trace_id = shared
+        .access_log
+        .is_on()
+        .then(|| access_log::http::trace_id(&parts.headers))
+        .flatten();
     let upstreamed = match exchange
         .run(parts, out.path_and_query, body, &client_body)
         .await
     {
         Ok(upstreamed) => upstreamed,
-        Err(failed) => return local(failed.status, failed.text),
+        Err(failed) => {
+            let mut answer = local(failed.status, failed.text);
+            answer
+                .response
+                .extensions_mut()
+                .insert(Retries(failed.retries));
+            return answer;
+        }
     };
+    let upstream_log = UpstreamLog {
+        endpoint: upstreamed.attempt.endpoint.address,
+        first_byte: upstreamed.first_byte.into_std(),
+        trace_id,
+    };
+    let retries = Retries(upstreamed.retries);
     let mut upstream_response = upstreamed.response;
     let switching = upstream_response.status() == StatusCode::SWITCHING_PROTOCOLS;
     let protocol = upstream_response.headers().get(UPGRADE).cloned();
@@ -107,7 +127,7 @@ pub async fn forward<'r>(
         set_cookie: upstreamed.set_cookie,
         session_token,
     };
-    let response = response::assemble(
+    let mut response = response::assemble(
         upstream_response,
         upgraded,
         route,
@@ -115,6 +135,8 @@ pub async fn forward<'r>(
         additions,
         upstreamed.attempt,
     );
+    response.extensions_mut().insert(upstream_log);
+    response.extensions_mut().insert(retries);
     Forwarded {
         response,
         counters: &backend.counters,

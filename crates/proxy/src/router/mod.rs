@@ -25,6 +25,7 @@ pub use bucket::Entry;
 pub use matcher::{CompiledMatch, CompiledPath, MatchError, Mismatch, prefix_matches};
 pub use reuse::RouteCache;
 
+use crate::access_log::ListenerTag;
 use crate::backend_tls::BackendIdentity;
 use crate::metrics::Metrics;
 use crate::route::CompiledRoute;
@@ -76,6 +77,8 @@ struct ListenerRoutes {
     catch_all: bucket::Bucket,
     backend_identity: Option<Arc<BackendIdentity>>,
     name: ListenerName,
+    /// The listener, as access-log records name it.
+    tag: Option<Arc<ListenerTag>>,
 }
 
 /// HTTP listener selection for one socket. Indices are positions in the
@@ -196,6 +199,7 @@ impl BucketBuilder {
             catch_all: sorted_bucket(self.catch_all, routes),
             backend_identity: None,
             name: ListenerName::default(),
+            tag: None,
         }
     }
 }
@@ -240,6 +244,7 @@ impl Router {
                     gateway: listener.gateway.clone(),
                     name: listener.name.clone(),
                 };
+                compiled.tag = Some(Arc::new(ListenerTag::of(listener)));
                 socket.listeners.insert(index, compiled);
                 match &listener.hostname {
                     None => {
@@ -328,6 +333,20 @@ impl Router {
             route,
             matched: route.matches.get(entry.matched as usize)?,
         })
+    }
+
+    /// Listener `index` of `socket`, as access-log records name it.
+    pub(crate) fn listener_tag(
+        &self,
+        socket: SocketAddr,
+        index: usize,
+    ) -> Option<&Arc<ListenerTag>> {
+        self.sockets
+            .get(&socket)?
+            .listeners
+            .get(&index)?
+            .tag
+            .as_ref()
     }
 
     pub fn route(&self, index: usize) -> Option<&CompiledRoute> {

@@ -259,6 +259,7 @@ pub fn gateway_listener(name: &str, hostname: Option<&str>, routes: Vec<Route>) 
         serve: Serve::Http(routes.into_iter().map(Arc::new).collect()),
         listener_set: None,
         backend_client_certificate: None,
+        access_log: None,
     }
 }
 

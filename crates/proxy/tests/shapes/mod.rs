@@ -49,6 +49,7 @@ fn one_socket(routes: Vec<Route>) -> Config {
         serve: Serve::Http(routes.into_iter().map(Arc::new).collect()),
         listener_set: None,
         backend_client_certificate: None,
+        access_log: None,
     };
     Config {
         ir_version: coxswain_ir::IR_VERSION,

@@ -58,6 +58,8 @@ fn listener(
         serve: Serve::Http(routes),
         listener_set: None,
         backend_client_certificate: None,
+        // Ingresses have no ClientTrafficPolicy: the flags decide.
+        access_log: None,
     }
 }
 

@@ -1,5 +1,8 @@
-//! ClientTrafficPolicy: PROXY protocol on the Gateway listeners it targets.
+//! ClientTrafficPolicy: PROXY protocol and access-log settings on the
+//! Gateway listeners it targets.
 //!
+//! - `accessLog` applies per listener; an invalid stanza (an unknown field
+//!   name, a ratio outside 0..1) refuses the whole policy (`Invalid`).
 //! - It attaches to Gateways in its own namespace, or one listener of one
 //!   (`sectionName`); a whole-Gateway target covers the Gateway's own
 //!   listeners, not those of ListenerSets.
@@ -23,12 +26,13 @@ use coxswain_api::{
         ClientTrafficPolicyStatus, ClientTrafficTargetRef, PolicyAncestorRef, PolicyAncestorStatus,
     },
 };
-use coxswain_ir::{ProxyProtocol, Transport};
+use coxswain_ir::{AccessLogPolicy, ProxyProtocol, Transport};
 
 use crate::Options;
 use crate::conditions::{Cond, ConditionType, Reason, Stamp};
 use crate::gateway::{GatewayModel, ListenerOwner, Protocol};
 use crate::policy::backend_tls::MAX_ANCESTORS;
+use crate::policy::client_access_log::{access_log, describe};
 
 const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
 
@@ -42,6 +46,8 @@ type Refusal = (Reason, String);
 /// Which sockets get PROXY protocol, and every policy's status.
 pub struct ClientTrafficIndex {
     sockets: BTreeMap<SocketId, ProxyProtocol>,
+    /// Access-log settings by Gateway listener.
+    access_logs: BTreeMap<ListenerId, AccessLogPolicy>,
     statuses: BTreeMap<ObjectKey, ClientTrafficPolicyStatus>,
 }
 
@@ -51,6 +57,7 @@ struct Claim {
     /// Position in age order: lower is older.
     age: usize,
     setting: Option<ProxyProtocol>,
+    access_log: Option<AccessLogPolicy>,
 }
 
 /// A served listener on a socket, for coverage checks and messages.
@@ -72,8 +79,13 @@ impl ClientTrafficIndex {
             BTreeMap::new();
         for (age, (key, policy)) in by_age.iter().enumerate() {
             let setting = setting(policy);
+            let log = access_log(policy);
             for (i, target) in policy.spec.target_refs.iter().enumerate() {
-                let outcome = resolve(key, target, gateways, setting.is_some()).and_then(|ids| {
+                let checked = match &log {
+                    Ok(_) => Ok(()),
+                    Err(why) => Err((Reason::Invalid, why.clone())),
+                };
+                let outcome = checked.and_then(|()| resolve(key, target, gateways, setting.is_some())).and_then(|ids| {
                     // A policy naming a listener twice does not conflict with itself.
                     let older = ids
                         .iter()
@@ -95,6 +107,7 @@ impl ClientTrafficIndex {
                             policy: (*key).clone(),
                             age,
                             setting,
+                            access_log: log.clone().ok().flatten(),
                         });
                     }
                 }
@@ -102,6 +115,10 @@ impl ClientTrafficIndex {
             }
         }
         let (sockets, problems) = decide_sockets(gateways, &claims);
+        let access_logs = claims
+            .iter()
+            .filter_map(|(id, c)| Some((id.clone(), c.access_log.clone()?)))
+            .collect();
         let statuses = by_age
             .iter()
             .map(|(key, policy)| {
@@ -109,7 +126,18 @@ impl ClientTrafficIndex {
                 ((*key).clone(), status)
             })
             .collect();
-        ClientTrafficIndex { sockets, statuses }
+        ClientTrafficIndex {
+            sockets,
+            access_logs,
+            statuses,
+        }
+    }
+
+    /// The access-log settings of `listener` of Gateway `gateway`.
+    pub fn access_log(&self, gateway: &ObjectKey, listener: &str) -> Option<AccessLogPolicy> {
+        self.access_logs
+            .get(&(gateway.clone(), listener.to_string()))
+            .cloned()
     }
 
     /// The PROXY protocol setting of one IR socket.
@@ -238,10 +266,13 @@ fn decide_sockets(
     let mut sockets = BTreeMap::new();
     let mut problems = BTreeMap::new();
     for (socket, members) in socket_members(gateways) {
+        // Only what a policy says of PROXY protocol matters here: one that
+        // sets only an access log leaves its listener uncovered.
+        let claims_pp = |id: &ListenerId| claims.get(id).filter(|c| c.setting.is_some());
         let claimed: Vec<(&ListenerId, &Claim)> = members
             .iter()
             .filter_map(|m| m.id.as_ref())
-            .filter_map(|id| claims.get(id).map(|c| (id, c)))
+            .filter_map(|id| claims_pp(id).map(|c| (id, c)))
             .collect();
         let Some(oldest) = claimed.iter().map(|(_, c)| c).min_by_key(|c| c.age) else {
             continue;
@@ -249,7 +280,7 @@ fn decide_sockets(
         let place = format!("port {} on {}", socket.2, socket.1);
         let uncovered: Vec<&str> = members
             .iter()
-            .filter(|m| m.id.as_ref().is_none_or(|id| !claims.contains_key(id)))
+            .filter(|m| m.id.as_ref().is_none_or(|id| claims_pp(id).is_none()))
             .map(|m| m.label.as_str())
             .collect();
         let disagree = claimed.iter().any(|(_, c)| c.setting != oldest.setting);
@@ -367,14 +398,23 @@ fn status(
 }
 
 fn accepted_message(policy: &ClientTrafficPolicy) -> String {
-    match setting(policy) {
-        Some(ProxyProtocol { optional: false }) => {
+    let proxy = proxy_protocol_message(policy);
+    match (access_log(policy), proxy) {
+        (Ok(Some(log)), None) => describe(&log),
+        (Ok(Some(log)), Some(proxy)) => format!("{proxy}; {}", describe(&log)),
+        (_, Some(proxy)) => proxy,
+        (_, None) => "no setting to apply".to_string(),
+    }
+}
+
+fn proxy_protocol_message(policy: &ClientTrafficPolicy) -> Option<String> {
+    Some(match setting(policy)? {
+        ProxyProtocol { optional: false } => {
             "PROXY protocol required: a connection without a valid header is closed".to_string()
         }
-        Some(ProxyProtocol { optional: true }) => {
+        ProxyProtocol { optional: true } => {
             "PROXY protocol optional: a connection without a header is served with the socket peer"
                 .to_string()
         }
-        None => "no setting to apply".to_string(),
-    }
+    })
 }

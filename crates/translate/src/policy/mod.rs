@@ -7,6 +7,7 @@ pub mod backend_policy;
 pub mod backend_tls;
 pub mod backend_traffic;
 pub mod claims;
+mod client_access_log;
 pub mod client_traffic;
 
 use std::collections::{BTreeMap, BTreeSet};
