@@ -51,7 +51,13 @@ spec:
 fn fetch(args: &[&str], url: &str) -> (Vec<(String, String)>, String) {
     let dir = TempDir::new("compression-headers");
     let headers_file = dir.path().join("headers");
-    let mut all = vec!["-D", headers_file.to_str().unwrap()];
+    // One request id for every fetch: the echoed bodies are compared.
+    let mut all = vec![
+        "-D",
+        headers_file.to_str().unwrap(),
+        "-H",
+        "x-request-id: compression",
+    ];
     all.extend_from_slice(args);
     all.push(url);
     let out = curl(&all);

@@ -71,6 +71,7 @@ fn every_kind_with_status_may_update_it() {
                 | Kind::PathRewriteRegex
                 | Kind::RateLimit
                 | Kind::RequestSizeLimit
+                | Kind::Ingress
         ) || coxswain_translate::route_kind(*kind).is_some();
         let (group, plural) = kind.visit(GroupPlural);
         let status = format!("{plural}/status");
