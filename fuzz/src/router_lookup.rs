@@ -260,6 +260,7 @@ fn build_config(input: &Input) -> (Config, Vec<Option<Hostname>>) {
             serve: Serve::Http(routes),
             listener_set: None,
             backend_client_certificate: None,
+            access_log: None,
         })
         .collect();
     let config = Config {
