@@ -106,6 +106,9 @@ pub fn start(
     Ok(Some(Queue { sender, counters }))
 }
 
+/// How long the writer lets records gather once it is busy.
+const BATCH_TICK: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Writes until every sender is gone. Everything queued is written before
 /// a flush, so a burst costs one write per buffer, and a quiet period
 /// leaves nothing unflushed.
@@ -120,15 +123,28 @@ fn run(
     while let Ok(first) = receiver.recv() {
         let mut pending = 0u64;
         let mut next = Some(first);
-        while let Some(record) = next {
-            line.clear();
-            write(format, &record, &mut line);
-            pending += 1;
-            if out.write_all(line.as_bytes()).is_err() {
-                counters.write_failed.fetch_add(pending, Ordering::Relaxed);
-                pending = 0;
+        loop {
+            while let Some(record) = next {
+                line.clear();
+                write(format, &record, &mut line);
+                pending += 1;
+                if out.write_all(line.as_bytes()).is_err() {
+                    counters.write_failed.fetch_add(pending, Ordering::Relaxed);
+                    pending = 0;
+                }
+                next = receiver.try_recv().ok();
             }
+            // Under load more records are on their way: not waiting for
+            // them in `recv` means senders do not wake this thread (a
+            // futex call on the request path) and writes go out a buffer
+            // at a time, not a line at a time.
+            // Parked, not sleeping: nothing unparks it, so this is a pause
+            // of at most BATCH_TICK that senders never have to end.
+            std::thread::park_timeout(BATCH_TICK);
             next = receiver.try_recv().ok();
+            if next.is_none() {
+                break;
+            }
         }
         if out.flush().is_err() {
             counters.write_failed.fetch_add(pending, Ordering::Relaxed);
