@@ -250,6 +250,10 @@ fn requests_and_connections_get_one_json_record_each() {
     let total = routed["duration_ms"].as_f64().unwrap();
     let first_byte = routed["upstream_first_byte_ms"].as_f64().unwrap();
     assert!(0.0 < first_byte && first_byte <= total, "{routed}");
+    // The first proxied request opened the upstream connection: its
+    // connect time is counted (and part of the time to first byte).
+    let connect = routed["upstream_connect_ms"].as_f64().unwrap();
+    assert!(0.0 < connect && connect <= first_byte, "{routed}");
     assert!(routed.get("answered_by").is_none(), "{routed}");
     assert!(routed.get("grpc_status").is_none(), "{routed}");
     assert!(routed.get("tls_version").is_none(), "{routed}");
@@ -277,6 +281,14 @@ fn requests_and_connections_get_one_json_record_each() {
     assert_ne!(
         admitted["request_id"], unrouted["request_id"],
         "ids are unique"
+    );
+    // A later request to the same endpoint rides the pooled connection:
+    // no connect, so 0 (as nginx's $upstream_connect_time on keepalive).
+    assert_eq!(admitted["upstream"], upstream.as_str(), "{admitted}");
+    assert_eq!(
+        admitted["upstream_connect_ms"].as_f64(),
+        Some(0.0),
+        "{admitted}"
     );
 
     let call = one(&all, "the gRPC call", |v| v["path"] == "/nope.Svc/Call");

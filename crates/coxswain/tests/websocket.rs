@@ -637,6 +637,64 @@ fn frames_are_echoed_exactly() {
     s.wait_metric("coxswain_proxy_upgrade_sent_bytes_total", received);
 }
 
+/// The access log's records so far, each parsed as JSON.
+fn log_records(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// With the access log on, a WebSocket's record is written when its tunnel
+/// closes, not at the 101: it carries the frame bytes each way (as the
+/// upgrade byte metrics count them) and the tunnel's whole life.
+#[test]
+fn the_access_log_records_a_websocket_when_it_closes() {
+    let logs = TempDir::new("wslog-out");
+    let log = logs.path().join("access.log");
+    let s = setup_with("wslog", &["--access-log", log.to_str().unwrap()]);
+    let mut ws = open_ws(s.ws_port, &new_key()).unwrap_or_else(|e| panic!("{e}\n{}", s.routes()));
+    ws.send_frame(TEXT, true, b"logged when closed");
+    let opened = Instant::now();
+    assert_eq!(ws.read_frame().unwrap().payload, b"logged when closed");
+
+    // A plain request meanwhile is logged at once. The writer keeps the
+    // order records are handed to it, so once this one is in the file a
+    // WebSocket record handed over at the 101 would be there too.
+    let mut plain = Conn::connect(s.ws_port);
+    plain.send(b"GET /plain HTTP/1.1\r\nHost: ws.test\r\n\r\n");
+    let head = plain.read_head().unwrap();
+    assert_eq!(head.status, 200, "{head:?}");
+    plain.read_body(&head).unwrap();
+    wait_for("the plain request's record", || {
+        log_records(&log).iter().any(|r| r["path"] == "/plain")
+    });
+    let early = log_records(&log);
+    assert!(early.iter().all(|r| r["path"] != "/ws"), "{early:#?}");
+
+    // The tunnel was open at least from the handshake's end to now.
+    let open_for = opened.elapsed();
+    close(&mut ws);
+    let (sent, received) = (ws.sent, ws.received);
+    drop(ws);
+    wait_for("the WebSocket's record", || {
+        log_records(&log).iter().any(|r| r["path"] == "/ws")
+    });
+    let all = log_records(&log);
+    let records: Vec<_> = all.iter().filter(|r| r["path"] == "/ws").collect();
+    assert_eq!(records.len(), 1, "{all:#?}");
+    let record = records[0];
+    assert_eq!(record["status"], 101, "{record}");
+    assert_eq!(record["route_name"], "echo", "{record}");
+    assert_eq!(record["bytes_received"], sent, "{record}");
+    assert_eq!(record["bytes_sent"], received, "{record}");
+    let duration_ms = record["duration_ms"].as_f64().unwrap();
+    assert!(
+        duration_ms >= open_for.as_secs_f64() * 1000.0 - 0.001,
+        "{record} {open_for:?}"
+    );
+}
+
 /// The route's RequestHeaderModifier applies to upgrade requests as to any
 /// other: seen by echo-basic's JSON echo both for a plain GET and for an
 /// upgrade request to a path it does not upgrade (it answers 200, so the

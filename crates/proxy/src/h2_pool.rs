@@ -15,7 +15,9 @@ use hyper::client::conn::http2::{self, SendRequest};
 use hyper::rt::{Read, Write};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 
+use crate::connect_timing::ConnectTiming;
 use crate::http::body::ClientBody;
 use crate::upstream::UpstreamError;
 
@@ -79,19 +81,32 @@ impl H2Pool {
     {
         // Connecting is rare and its future large: boxed, so that every
         // request's future (moved on each spawn) stays small.
+        let mut fresh = None;
         let mut sender = match self.cached(endpoint) {
             Some(sender) => sender,
-            None => Box::pin(connect()).await?,
+            None => {
+                let started = Instant::now();
+                let sender = Box::pin(connect()).await?;
+                fresh = Some(ConnectTiming::since(started));
+                sender
+            }
         };
         if sender.ready().await.is_err() {
             // The cached connection died between checks: reconnect once.
+            let started = Instant::now();
             sender = Box::pin(connect()).await?;
+            fresh = Some(ConnectTiming::since(started));
             sender.ready().await.map_err(UpstreamError::request)?;
         }
-        sender
+        let mut response = sender
             .send_request(req)
             .await
-            .map_err(UpstreamError::request)
+            .map_err(UpstreamError::request)?;
+        // Only this request waited for the connection; later ones share it.
+        if let Some(timing) = fresh {
+            response.extensions_mut().insert(timing);
+        }
+        Ok(response)
     }
 }
 

@@ -22,6 +22,7 @@ mod breaker;
 mod breaker_metrics;
 mod cluster;
 mod compile;
+mod connect_timing;
 mod global_rate_limiter;
 mod h2_pool;
 mod handler;

@@ -20,6 +20,7 @@ use coxswain_ir::{BackendTarget, Mirror};
 use crate::access_log::{AccessLog, Record};
 use crate::backend_tls::BackendIdentity;
 use crate::cluster::ClusterSet;
+use crate::connect_timing::ConnectTiming;
 use crate::http::body::ClientBody;
 use crate::http::tee::{CopyCut, CutSignal};
 use crate::metrics::escape;
@@ -149,17 +150,19 @@ impl Mirrors {
         tokio::spawn(async move {
             let _slot = slot;
             let exchange = async {
+                let sent = tokio::time::Instant::now();
                 let response = cluster
                     .upstreams(&upstreams)
                     .send(via, endpoint, req, false)
                     .await?;
+                let connect = ConnectTiming::spent(&response, sent);
                 let status = response.status().as_u16();
                 // Read to the end so the connection can be reused.
                 let size = match response.into_body().collect().await {
                     Ok(body) => bytes::Buf::remaining(&body.aggregate()) as u64,
                     Err(_) => 0,
                 };
-                Ok::<(u16, u64), crate::upstream::UpstreamError>((status, size))
+                Ok::<_, crate::upstream::UpstreamError>((status, size, connect))
             };
             let cut = async {
                 match &cut {
@@ -177,9 +180,10 @@ impl Mirrors {
             };
             if let Some((mut r, started, log)) = record {
                 r.duration = started.elapsed();
-                if let Ok((status, size)) = &done {
+                if let Ok((status, size, connect)) = &done {
                     r.status = Some(*status);
                     r.bytes_sent = *size;
+                    r.upstream_connect = Some(*connect);
                 }
                 log.push(r);
             }

@@ -34,6 +34,7 @@ use tokio::time::Instant;
 use crate::backend_tls::BackendIdentity;
 use crate::balance::{Attempt, Pick, RequestKey, Stickiness, Tried};
 use crate::cluster::ClusterState;
+use crate::connect_timing::ConnectTiming;
 use crate::handler::Shared;
 use crate::http::body::{ClientBody, ClientBodyState};
 use crate::rejections::RejectReason;
@@ -133,6 +134,8 @@ pub struct Upstreamed {
     pub retries: u32,
     /// When its response headers arrived.
     pub first_byte: Instant,
+    /// What it spent opening a connection (zero on a reused one).
+    pub connect: Duration,
 }
 
 /// Why one attempt failed.
@@ -372,6 +375,7 @@ impl Exchange<'_> {
             Via::H2c => Version::HTTP_2,
         };
         *req.extensions_mut() = parts.extensions.clone();
+        let sent = Instant::now();
         // Boxed: held by both awaits below, it would size this future twice.
         let call = Box::pin(upstreams.send(via, endpoint, req, self.upgrade));
         let result = match self.backend_timeout {
@@ -398,6 +402,7 @@ impl Exchange<'_> {
         let set_cookie = chosen.set_cookie;
         let attempt = chosen.attempt;
         result.map(|response| Upstreamed {
+            connect: ConnectTiming::spent(&response, sent),
             response,
             attempt,
             set_cookie,

@@ -22,6 +22,7 @@ use http::{HeaderMap, HeaderValue, Method};
 
 use crate::backend_tls::{BackendIdentity, Clients, ClusterTls, TlsUpstream};
 use crate::cluster::ClusterState;
+use crate::connect_timing::TimedHttpConnector;
 use crate::h2_pool::H2cPool;
 use crate::http::authority::take_host_authority;
 
@@ -153,7 +154,7 @@ impl fmt::Debug for Upstreams {
 }
 
 pub struct Upstreams {
-    http1: Client<HttpConnector, ClientBody>,
+    http1: Client<TimedHttpConnector, ClientBody>,
     h2c: H2cPool,
     pub connect_timeout: Duration,
 }
@@ -173,7 +174,7 @@ impl Upstreams {
             .pool_idle_timeout(idle)
             // The proxy sets Host itself; never invent one from the endpoint.
             .set_host(false)
-            .build(connector);
+            .build(TimedHttpConnector(connector));
         Upstreams {
             http1,
             h2c: H2cPool::new(connect_timeout),

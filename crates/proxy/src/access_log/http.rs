@@ -23,6 +23,7 @@ use http_body_util::BodyExt;
 use super::AccessLog;
 use super::record::{Kind, Record, TraceId};
 use super::settings::ListenerTag;
+use super::tunnel::TunnelLog;
 use crate::handler::ConnInfo;
 use crate::http::body::{ClientBodyState, ProxyBody};
 use crate::http::grpc::LocalReply;
@@ -34,6 +35,8 @@ pub struct UpstreamLog {
     pub endpoint: SocketAddr,
     /// When its response headers arrived.
     pub first_byte: Instant,
+    /// What it spent opening its connection (zero on a reused one).
+    pub connect: std::time::Duration,
     /// The trace id of the request as it was forwarded.
     pub trace_id: Option<TraceId>,
 }
@@ -148,6 +151,7 @@ impl RequestLog {
         let extensions = response.extensions();
         if let Some(up) = extensions.get::<UpstreamLog>() {
             record.upstream = Some(up.endpoint);
+            record.upstream_connect = Some(up.connect);
             record.upstream_first_byte =
                 Some(up.first_byte.saturating_duration_since(self.started));
             if up.trace_id.is_some() {
@@ -176,6 +180,7 @@ impl RequestLog {
         record.status = Some(response.status().as_u16());
         record.grpc_status = status_in(response.headers());
         let received = response.extensions().get::<ReceivedBytes>().cloned();
+        let tunnel = response.extensions().get::<TunnelLog>().cloned();
         let queue = queue.clone();
         response.map(|inner| {
             LoggedBody {
@@ -185,6 +190,7 @@ impl RequestLog {
                     started: self.started,
                     received,
                     queue,
+                    tunnel,
                 }),
             }
             .boxed_unsync()
@@ -193,11 +199,24 @@ impl RequestLog {
 }
 
 /// What the record still needs once the body is done.
-struct Pending {
-    record: Box<Record>,
+pub(super) struct Pending {
+    pub(super) record: Box<Record>,
     started: Instant,
     received: Option<ReceivedBytes>,
     queue: super::writer::Queue,
+    /// An upgraded request's tunnel, which the record waits for.
+    tunnel: Option<TunnelLog>,
+}
+
+impl Pending {
+    /// Completes the record and hands it to the writer.
+    pub(super) fn send(mut self) {
+        self.record.duration = self.started.elapsed();
+        if let Some(ReceivedBytes(state)) = &self.received {
+            self.record.bytes_received += state.bytes();
+        }
+        self.queue.push(self.record);
+    }
 }
 
 /// A response body that counts its bytes, notes a gRPC call's trailers,
@@ -237,18 +256,12 @@ impl Body for LoggedBody {
 
 impl Drop for LoggedBody {
     fn drop(&mut self) {
-        if let Some(Pending {
-            mut record,
-            started,
-            received,
-            queue,
-        }) = self.pending.take()
-        {
-            record.duration = started.elapsed();
-            if let Some(ReceivedBytes(state)) = received {
-                record.bytes_received = state.bytes();
-            }
-            queue.push(record);
+        let Some(mut pending) = self.pending.take() else {
+            return;
+        };
+        match pending.tunnel.take() {
+            Some(tunnel) => tunnel.hand_over(pending),
+            None => pending.send(),
         }
     }
 }

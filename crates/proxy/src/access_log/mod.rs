@@ -8,6 +8,7 @@ pub mod http;
 mod l4;
 mod record;
 mod settings;
+mod tunnel;
 mod writer;
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ pub use format::AccessLogFormat;
 pub use l4::ConnectionLog;
 pub use record::{Kind, Record};
 pub use settings::{ListenerTag, LogSettings};
+pub use tunnel::{ClosesOnDrop, TunnelLog};
 pub use writer::{AccessLogTarget, LogCounters, open};
 
 /// The request id header: kept when a client sent a valid one, generated

@@ -16,7 +16,10 @@ use hyper_util::rt::TokioIo;
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 use tokio_rustls::client::TlsStream;
+
+use crate::connect_timing::{ConnectTiming, Timed};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -49,15 +52,16 @@ impl TlsConnector {
 }
 
 impl tower_service::Service<Uri> for TlsConnector {
-    type Response = TlsConnection;
+    type Response = Timed<TlsConnection>;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<TlsConnection, BoxError>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Timed<TlsConnection>, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.tcp.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
+        let started = Instant::now();
         let connecting = self.tcp.call(uri);
         let tls = self.tls.clone();
         let server_name = self.server_name.clone();
@@ -69,7 +73,8 @@ impl tower_service::Service<Uri> for TlsConnector {
                 .map_err(|_| {
                     io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out")
                 })??;
-            Ok(TlsConnection(TokioIo::new(stream)))
+            let connection = TlsConnection(TokioIo::new(stream));
+            Ok(Timed::new(connection, ConnectTiming::since(started)))
         })
     }
 }

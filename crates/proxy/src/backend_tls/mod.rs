@@ -22,7 +22,9 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rustls::crypto::ring;
 use rustls::pki_types::ServerName;
+use tokio::time::Instant;
 
+use crate::connect_timing::ConnectTiming;
 use crate::h2_pool::tcp_connect;
 use crate::http::authority::take_host_authority;
 use crate::http::body::ClientBody;
@@ -190,11 +192,15 @@ impl TlsUpstream {
             self.protocol.store(HTTP1, Ordering::Relaxed);
             Ok(None)
         };
-        if self.protocol.load(Ordering::Relaxed) == UNKNOWN
-            && clients.h2.cached(endpoint).is_none()
-            && dial().await?.is_none()
+        let mut dialed = None;
+        if self.protocol.load(Ordering::Relaxed) == UNKNOWN && clients.h2.cached(endpoint).is_none()
         {
-            return clients.http1.request(req).await.map_err(pooled_error);
+            let started = Instant::now();
+            if dial().await?.is_none() {
+                return clients.http1.request(req).await.map_err(pooled_error);
+            }
+            // This request waited for the HTTP/2 connection it goes on.
+            dialed = Some(ConnectTiming::since(started));
         }
         if self.protocol.load(Ordering::Relaxed) == HTTP1 {
             return clients.http1.request(req).await.map_err(pooled_error);
@@ -206,7 +212,11 @@ impl TlsUpstream {
                 .await?
                 .ok_or_else(|| UpstreamError::connect("the backend stopped offering HTTP/2"))
         };
-        clients.h2.send(endpoint, req, connect).await
+        let mut response = clients.h2.send(endpoint, req, connect).await?;
+        if let Some(timing) = dialed {
+            response.extensions_mut().insert(timing);
+        }
+        Ok(response)
     }
 }
 

@@ -19,6 +19,7 @@ use http::{HeaderMap, HeaderValue, Method, Request, Version};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
+use crate::access_log::{ClosesOnDrop, TunnelLog};
 use crate::l4::splice::{ConnectionBytes, Counters, Sides, splice};
 
 /// Upgraded connections, for `/metrics`.
@@ -164,8 +165,9 @@ pub fn tunnel(
     backend: OnUpgrade,
     idle: Duration,
     metrics: Arc<crate::metrics::Metrics>,
+    log: Option<TunnelLog>,
 ) {
-    slot.put(relay(client, backend, idle, metrics));
+    slot.put(relay(client, backend, idle, metrics, log));
 }
 
 /// Relays an extended CONNECT tunnel on a task of its own: it is one
@@ -176,8 +178,9 @@ pub fn spawn_tunnel(
     backend: OnUpgrade,
     idle: Duration,
     metrics: Arc<crate::metrics::Metrics>,
+    log: Option<TunnelLog>,
 ) {
-    tokio::spawn(relay(client, backend, idle, metrics));
+    tokio::spawn(relay(client, backend, idle, metrics, log));
 }
 
 fn relay(
@@ -185,7 +188,10 @@ fn relay(
     backend: OnUpgrade,
     idle: Duration,
     metrics: Arc<crate::metrics::Metrics>,
+    log: Option<TunnelLog>,
 ) -> Relay {
+    // Built outside the future, so a relay dropped unrun still closes it.
+    let log = ClosesOnDrop(log);
     Box::pin(async move {
         let (client, backend) = match tokio::join!(client, backend) {
             (Ok(c), Ok(b)) => (c, b),
@@ -194,6 +200,7 @@ fn relay(
                 return;
             }
         };
+        let unlogged = ConnectionBytes::default();
         let m = &metrics.upgrades;
         m.total.fetch_add(1, Ordering::Relaxed);
         m.active.fetch_add(1, Ordering::Relaxed);
@@ -204,8 +211,7 @@ fn relay(
             Counters {
                 inbound: &m.bytes_in,
                 outbound: &m.bytes_out,
-                // Not in the upgrade request's record (sent at the 101).
-                connection: &ConnectionBytes::default(),
+                connection: log.0.as_ref().map_or(&unlogged, TunnelLog::bytes),
             },
             // Upgraded HTTP connections: always shut down explicitly.
             Sides {

@@ -10,7 +10,7 @@ use http::header::UPGRADE;
 
 use super::context::Outbound;
 use super::{Forwarded, response};
-use crate::access_log::{self, http::Retries, http::UpstreamLog};
+use crate::access_log::{self, TunnelLog, http::Retries, http::UpstreamLog};
 use crate::backend_tls::BackendIdentity;
 use crate::balance::Stickiness;
 use crate::handler::{ConnInfo, Shared};
@@ -92,6 +92,7 @@ pub async fn forward<'r>(
     let upstream_log = UpstreamLog {
         endpoint: upstreamed.attempt.endpoint.address,
         first_byte: upstreamed.first_byte.into_std(),
+        connect: upstreamed.connect,
         trace_id,
     };
     let retries = Retries(upstreamed.retries);
@@ -102,15 +103,26 @@ pub async fn forward<'r>(
         (Some(client), Some(protocol)) if switching => {
             let backend = hyper::upgrade::on(&mut upstream_response);
             let (idle, metrics) = (shared.upgrade_idle, shared.metrics.clone());
+            let log = shared.access_log.is_on().then(TunnelLog::default);
             if client.over_h2 {
-                upgrade::spawn_tunnel(client.client, backend, idle, metrics);
+                upgrade::spawn_tunnel(client.client, backend, idle, metrics, log.clone());
             } else {
-                upgrade::tunnel(&conn.upgrade, client.client, backend, idle, metrics);
+                upgrade::tunnel(
+                    &conn.upgrade,
+                    client.client,
+                    backend,
+                    idle,
+                    metrics,
+                    log.clone(),
+                );
             }
-            Some(response::Upgraded {
-                protocol,
-                over_h2: client.over_h2,
-            })
+            Some((
+                response::Upgraded {
+                    protocol,
+                    over_h2: client.over_h2,
+                },
+                log,
+            ))
         }
         // A 101 must name the protocol (RFC 9110 15.2.2) and answer an
         // upgrade the client asked for.
@@ -127,6 +139,7 @@ pub async fn forward<'r>(
         set_cookie: upstreamed.set_cookie,
         session_token,
     };
+    let (upgraded, tunnel_log) = upgraded.unzip();
     let mut response = response::assemble(
         upstream_response,
         upgraded,
@@ -137,6 +150,9 @@ pub async fn forward<'r>(
     );
     response.extensions_mut().insert(upstream_log);
     response.extensions_mut().insert(retries);
+    if let Some(log) = tunnel_log.flatten() {
+        response.extensions_mut().insert(log);
+    }
     Forwarded {
         response,
         counters: &backend.counters,
