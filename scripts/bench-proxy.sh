@@ -6,7 +6,8 @@
 # usage: scripts/bench-proxy.sh [--duration 10] [--connections 64]
 #            [--proxies "coxswain nginx haproxy envoy"] [--coxswain-bin PATH]
 #            (`coxswain-nolog`: Coxswain with its access log off; `coxswain`
-#            writes every request's record to a file, its default cost)
+#            writes every request's record to a file, its default cost;
+#            `coxswain-traced`: log off, every request traced to Jaeger)
 #            [--out bench/results/latest.md]
 #
 # Proxies are pinned to core 0; the origin and the load generators to core 1.
@@ -21,7 +22,7 @@ PROXIES="coxswain nginx haproxy envoy"
 COXSWAIN_BIN=""
 OUT="$ROOT/bench/results/latest.md"
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ "$#" -gt 0 ]; do
     case $1 in
@@ -111,6 +112,7 @@ for proxy in $ORDER; do
     measure "$proxy" http1 "$H1_URL" || NOTES+=("$proxy http1: run failed")
     measure "$proxy" h2c "$H2C_URL" || NOTES+=("$proxy h2c: run failed")
     stop_pid "$PROXY_PID"
+    if declare -F "finish_$proxy" >/dev/null; then "finish_$proxy"; fi
 done
 
 write_report "$OUT"

@@ -41,7 +41,31 @@ def render(rows):
             f"| {ratio(r['rps'], ref['rps']) if ref else 'n/a'} "
             f"| {ratio(r['per_cpu'], ref['per_cpu']) if ref else 'n/a'} |"
         )
+    out.extend(render_costs(rows))
     return "\n".join(out)
+
+
+def render_costs(rows):
+    """Coxswain's access log and tracing against the same binary with both
+    off (`coxswain-nolog`), when that was measured."""
+    off = {r["protocol"]: r for r in rows if r["proxy"] == "coxswain-nolog"}
+    variants = {"coxswain": "access log to a file", "coxswain-traced": "tracing, 100% sampled"}
+    costed = [r for r in rows if r["proxy"] in variants and r["protocol"] in off]
+    if not costed:
+        return []
+    out = [
+        "",
+        "| Coxswain with | Protocol | Req/CPU-s | Req/CPU-s with both off | Ratio | Cost |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in costed:
+        ref = off[r["protocol"]]["per_cpu"]
+        share = r["per_cpu"] / ref if ref else 0.0
+        out.append(
+            f"| {variants[r['proxy']]} | {r['protocol']} | {r['per_cpu']:,.0f} | {ref:,.0f} "
+            f"| {share:.2f} | {(1 - share) * 100:.0f}% |"
+        )
+    return out
 
 
 if __name__ == "__main__":

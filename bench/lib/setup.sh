@@ -74,11 +74,21 @@ ensure_coxswain() {
     fi
 }
 
+# ensure_jaeger : sets JAEGER_BIN (built once from Go modules and cached by
+# tools/jaeger/build.sh), or notes why not.
+ensure_jaeger() {
+    if ! JAEGER_BIN=$("$ROOT/tools/jaeger/build.sh"); then
+        NOTES+=("coxswain-traced: tools/jaeger/build.sh failed, not measured")
+        return 1
+    fi
+}
+
 proxy_available() {
     case $1 in
     nginx | haproxy) return 0 ;;
     envoy) ensure_envoy ;;
     coxswain | coxswain-nolog) ensure_coxswain ;;
+    coxswain-traced) ensure_coxswain && ensure_jaeger ;;
     *) NOTES+=("$1: unknown proxy, skipped"); return 1 ;;
     esac
 }
