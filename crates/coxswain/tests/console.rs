@@ -55,19 +55,51 @@ endpoints:
     )
 }
 
+/// A Gateway with one TCP listener and a TCPRoute to the echo Service.
+fn tcp_gateway(port: u16, echo_port: u16) -> String {
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: raw
+spec:
+  gatewayClassName: coxswain
+  listeners:
+  - name: tcp
+    protocol: TCP
+    port: {port}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata:
+  name: raw
+spec:
+  parentRefs:
+  - name: raw
+  rules:
+  - backendRefs:
+    - name: echo
+      port: {echo_port}
+"
+    )
+}
+
 /// The quickstart, a breaker that opens on the dead pod, and traffic on
-/// both quickstart routes.
+/// both quickstart routes; a TCP Gateway with one connection through it.
 struct Scene {
     gateway: Gateway,
     dead_port: u16,
+    tcp_port: u16,
 }
 
 impl Scene {
     fn start(tag: &str) -> Self {
         let config = TempDir::new(tag);
         let (http_port, echo_port, dead_port) = (free_port(), free_port(), free_port());
+        let tcp_port = free_port();
         quickstart_config(&config, http_port, echo_port);
         config.write("dead.yaml", &dead_pod(dead_port));
+        config.write("tcp.yaml", &tcp_gateway(tcp_port, echo_port));
         config.write("policy.yaml", POLICY);
         let gateway = Gateway::start(config, http_port, echo_port);
         wait_for("the policy to be Accepted", || {
@@ -81,7 +113,17 @@ impl Scene {
             let (code, _) = curl_get(&["-H", "x-api-version: v1"], &gateway.url("/api/x"));
             assert_eq!(code, 200);
         }
-        Scene { gateway, dead_port }
+        // One connection spliced to the echo server (which speaks HTTP).
+        let over_tcp = format!("http://127.0.0.1:{tcp_port}/over-tcp");
+        wait_for("the TCP listener", || {
+            std::net::TcpStream::connect(("127.0.0.1", tcp_port)).is_ok()
+        });
+        assert_eq!(curl_get(&[], &over_tcp).0, 200);
+        Scene {
+            gateway,
+            dead_port,
+            tcp_port,
+        }
     }
 
     fn api(&self, view: &str) -> Value {
@@ -168,6 +210,30 @@ fn console_api_joins_status_config_and_metrics() {
     assert!(p50 > 0.0 && p50 <= p99 && p99 <= 10.0, "{traffic:#}");
     let api = find(&routes["routes"], "name", "api");
     assert_eq!(api["rules"][0]["traffic"]["requests"], 3, "{api:#}");
+
+    // The TCPRoute's rule: connections, not requests. The bytes are
+    // counted as the splice relays them; the connection may still be
+    // closing, so wait for both directions.
+    let mut raw = Value::Null;
+    wait_for("the TCP connection's bytes on the console", || {
+        raw = find(&scene.api("routes")["routes"], "kind", "TCPRoute").clone();
+        let t = &raw["rules"][0]["traffic"];
+        t["bytesInPerSecond"].as_f64() > Some(0.0) && t["bytesOutPerSecond"].as_f64() > Some(0.0)
+    });
+    assert_eq!(raw["name"], "raw");
+    let traffic = &raw["rules"][0]["traffic"];
+    // The readiness probe's connection and curl's.
+    assert_eq!(traffic["connections"], 2, "{raw:#}");
+    assert_eq!(traffic["connectErrors"], 0, "{raw:#}");
+    assert!(traffic["connectionsPerSecond"].as_f64().unwrap() > 0.0);
+    assert!(traffic.get("requests").is_none(), "{raw:#}");
+    // A second connection shows while it is open.
+    let held = std::net::TcpStream::connect(("127.0.0.1", scene.tcp_port)).unwrap();
+    wait_for("the open connection on the console", || {
+        let raw = find(&scene.api("routes")["routes"], "kind", "TCPRoute").clone();
+        raw["rules"][0]["traffic"]["active"] == 1
+    });
+    drop(held);
 
     let policies = scene.api("policies");
     let policy = find(&policies, "name", "echo-breaker");
@@ -558,6 +624,9 @@ fn console_renders_in_headless_chromium() {
         "breaker closed",
         "default/echo/0",
         "traffic over the last",
+        "TCPRoute",
+        "default/raw/0",
+        "conn/s",
     ] {
         assert!(dom.contains(text), "{text:?} not rendered:\n{dom}");
     }

@@ -2,6 +2,7 @@
 //! whose script polls the JSON views under `/api/v1/`. Everything is
 //! embedded in the binary; the page fetches nothing but this admin.
 
+mod l4_traffic;
 mod scrape;
 mod traffic;
 mod views;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::l4_traffic::{L4Counts, L4Rates, l4_rates};
 use super::scrape::Sample;
 
 /// How far back rates look, at least (until the process is that old).
@@ -34,6 +35,7 @@ struct Counts {
 pub struct Snapshot {
     at: Instant,
     routes: BTreeMap<String, Counts>,
+    l4: BTreeMap<String, L4Counts>,
 }
 
 impl Snapshot {
@@ -41,17 +43,21 @@ impl Snapshot {
         Snapshot {
             at,
             routes: BTreeMap::new(),
+            l4: BTreeMap::new(),
         }
     }
 
     pub fn from_samples(at: Instant, samples: &[Sample]) -> Self {
         let mut routes: BTreeMap<String, Counts> = BTreeMap::new();
+        let mut l4: BTreeMap<String, L4Counts> = BTreeMap::new();
         for s in samples {
             let route = s.label("route");
             if route.is_empty() {
                 continue; // requests no route matched
             }
-            if s.name == REQUESTS {
+            if L4Counts::is_l4(&s.name) {
+                l4.entry(route.to_string()).or_default().add(s);
+            } else if s.name == REQUESTS {
                 let counts = routes.entry(route.to_string()).or_default();
                 counts.requests += s.value;
                 if s.label("status").starts_with('5') {
@@ -72,7 +78,7 @@ impl Snapshot {
         for counts in routes.values_mut() {
             counts.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
-        Snapshot { at, routes }
+        Snapshot { at, routes, l4 }
     }
 }
 
@@ -96,6 +102,8 @@ pub struct RouteRates {
 pub struct Rates {
     pub window_seconds: f64,
     pub routes: BTreeMap<String, RouteRates>,
+    /// L4 routes (TCPRoute, TLSRoute, UDPRoute): connections, not requests.
+    pub l4: BTreeMap<String, L4Rates>,
 }
 
 /// Snapshots kept for comparison; shared by every console viewer.
@@ -147,9 +155,19 @@ fn compare(base: &Snapshot, now: &Snapshot) -> Rates {
             (label.clone(), route_rates(before, counts, window))
         })
         .collect();
+    let empty = L4Counts::default();
+    let l4 = now
+        .l4
+        .iter()
+        .map(|(label, counts)| {
+            let before = base.l4.get(label).unwrap_or(&empty);
+            (label.clone(), l4_rates(before, counts, window))
+        })
+        .collect();
     Rates {
         window_seconds: window,
         routes,
+        l4,
     }
 }
 

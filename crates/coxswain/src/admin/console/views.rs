@@ -237,7 +237,7 @@ pub fn routes(statuses: &Value, config: &Config, rates: &Rates) -> Value {
                         "label": label,
                         "hostnames": rule.hostnames,
                         "backends": rule.backends,
-                        "traffic": rates.routes.get(label),
+                        "traffic": traffic(rates, label),
                     })
                 })
                 .collect();
@@ -251,6 +251,16 @@ pub fn routes(statuses: &Value, config: &Config, rates: &Rates) -> Value {
         })
         .collect();
     json!({ "windowSeconds": rates.window_seconds, "routes": Value::Array(items) })
+}
+
+/// A rule's live traffic: requests for an HTTP rule, connections for an
+/// L4 one (labels are unique across both).
+fn traffic(rates: &Rates, label: &str) -> Value {
+    match (rates.routes.get(label), rates.l4.get(label)) {
+        (Some(http), _) => json!(http),
+        (None, Some(l4)) => json!(l4),
+        (None, None) => Value::Null,
+    }
 }
 
 /// `/api/v1/policies`: policies and filter resources, with the objects

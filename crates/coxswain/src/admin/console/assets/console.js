@@ -53,6 +53,35 @@ function percent(ratio) {
   return ratio === null || ratio === undefined ? "–" : `${(ratio * 100).toFixed(1)}%`;
 }
 
+function rate(bytesPerSecond) {
+  const units = ["B/s", "KiB/s", "MiB/s", "GiB/s"];
+  let v = bytesPerSecond, i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return `${v.toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+// An HTTP rule's cells: req/s, p50, p90, p99, 5xx.
+function httpCells(t) {
+  return [
+    el("td", { class: "num" }, t ? t.requestsPerSecond.toFixed(2) : "–"),
+    el("td", { class: "num" }, t ? seconds(t.p50Seconds) : "–"),
+    el("td", { class: "num" }, t ? seconds(t.p90Seconds) : "–"),
+    el("td", { class: "num" }, t ? seconds(t.p99Seconds) : "–"),
+    el("td", { class: "num" }, t ? percent(t.errorRatio) : "–"),
+  ];
+}
+
+// An L4 rule's cells: connections/s, then open connections and bytes each
+// way across the latency columns, then failed backend connects.
+function l4Cells(t) {
+  return [
+    el("td", { class: "num" }, `${t.connectionsPerSecond.toFixed(2)} conn/s`),
+    el("td", { class: "num", colspan: 3 },
+      `${t.active} open · in ${rate(t.bytesInPerSecond)} · out ${rate(t.bytesOutPerSecond)}`),
+    el("td", { class: "num" }, `${t.connectErrors} failed`),
+  ];
+}
+
 function renderGateways(gateways) {
   if (!gateways.length) return el("p", { class: "muted" }, "No Gateways.");
   return gateways.map((g) => el("div", { class: "box gateway" },
@@ -82,11 +111,7 @@ function renderRoutes(view) {
         i === 0 ? el("td", { rowspan: rules.length }, parents) : null,
         el("td", {}, rule ? el("code", {}, rule.label) : el("span", { class: "muted" }, "not served")),
         el("td", {}, rule ? rule.backends.map((b) => el("div", {}, b.cluster ? `${b.cluster} ×${b.weight}` : "invalid backend")) : null),
-        el("td", { class: "num" }, t ? t.requestsPerSecond.toFixed(2) : "–"),
-        el("td", { class: "num" }, t ? seconds(t.p50Seconds) : "–"),
-        el("td", { class: "num" }, t ? seconds(t.p90Seconds) : "–"),
-        el("td", { class: "num" }, t ? seconds(t.p99Seconds) : "–"),
-        el("td", { class: "num" }, t ? percent(t.errorRatio) : "–")));
+        ...(t && t.connectionsPerSecond !== undefined ? l4Cells(t) : httpCells(t))));
     });
   }
   return table(["Route", "Parents and conditions", "Rule", "Backends", "req/s", "p50", "p90", "p99", "5xx"], rows);
