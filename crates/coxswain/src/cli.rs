@@ -52,6 +52,16 @@ pub enum Command {
     Crds,
 }
 
+impl Command {
+    /// Commands that print a result and exit (not servers).
+    pub fn prints(&self) -> bool {
+        matches!(
+            self,
+            Command::Check(_) | Command::Explain(_) | Command::Crds
+        )
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Directory of YAML/JSON files, read recursively and watched for changes.

@@ -46,6 +46,9 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+    if cli.command.prints() {
+        end_quietly_on_a_closed_pipe();
+    }
     match cli.command {
         cli::Command::Check(args) => check::check(&args),
         cli::Command::Explain(args) => explain::explain(&args),
@@ -79,4 +82,15 @@ fn with_runtime(workers: usize, future: impl Future<Output = anyhow::Result<()>>
             ExitCode::FAILURE
         }
     }
+}
+
+/// A printing command piped into `head` ends when the pipe closes, as other
+/// command-line tools do (killed by SIGPIPE), instead of panicking in
+/// `println!`. Only for those: the servers must keep SIGPIPE ignored, or a
+/// peer closing a socket would kill them.
+fn end_quietly_on_a_closed_pipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: called before any other thread exists, and SIG_DFL runs no
+    // code of ours.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }

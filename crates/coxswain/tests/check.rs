@@ -302,3 +302,24 @@ spec:
     );
     assert!(stdout.ends_with(" difference(s)\n"), "{stdout}");
 }
+
+/// A printing command whose reader goes away (`coxswain crds | head -1`)
+/// ends as other command-line tools do, killed by SIGPIPE, and never
+/// panics in `println!`. The pipe's read end is closed before the child
+/// writes anything, so its first write fails whatever the timing.
+#[test]
+fn a_closed_pipe_ends_a_printing_command_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(BIN)
+        .arg("crds")
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(13), "{:?} {stderr}", out.status);
+}
