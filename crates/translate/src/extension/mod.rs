@@ -35,7 +35,9 @@ use coxswain_ir::{Extension, ExtensionKey, ExtensionKind, ExtensionSpec, Filter,
 use crate::Options;
 use crate::conditions::{Cond, Reason, Stamp};
 use crate::route::backends::Unresolved;
+pub use basic_auth::valid_realm;
 pub use gateway_auth::GatewayAuthIndex;
+pub use request_size_limit::parse_size;
 
 /// The API group of Coxswain's resources.
 pub const GROUP: &str = "gateway.coxswain-labs.dev";

@@ -3,6 +3,7 @@
 //! listener per certificate) that the translator adds only when at least
 //! one Ingress is ours. See docs/ingress.md.
 
+pub mod annotations;
 mod backend;
 mod class;
 mod listeners;
@@ -53,11 +54,6 @@ impl Default for IngressOptions {
     }
 }
 
-/// Annotation prefixes whose keys ask for behaviour; none is implemented
-/// yet, so each one present is reported rather than silently ignored.
-const ANNOTATION_PREFIXES: &[&str] =
-    &["ingress.coxswain-labs.dev/", "nginx.ingress.kubernetes.io/"];
-
 /// Our Ingresses, compiled.
 #[derive(Default)]
 pub struct IngressModel {
@@ -91,11 +87,17 @@ pub fn build(snapshot: &Snapshot, options: &Options) -> IngressModel {
                 class: class.to_string(),
             });
         }
-        for name in ingress.metadata.annotations.iter().flat_map(|a| a.keys()) {
-            if ANNOTATION_PREFIXES.iter().any(|p| name.starts_with(p)) {
-                problems.push(IngressProblem::UnsupportedAnnotation { name: name.clone() });
-            }
-        }
+        let (_annotations, annotation_problems) = ingress
+            .metadata
+            .annotations
+            .as_ref()
+            .map(annotations::parse)
+            .unwrap_or_default();
+        problems.extend(
+            annotation_problems
+                .into_iter()
+                .map(IngressProblem::Annotation),
+        );
         let lowered = rules::lower(snapshot, key, ingress, &mut problems);
         model
             .routes

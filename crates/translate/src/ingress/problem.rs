@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use super::annotations::AnnotationProblem;
+
 /// One thing about an Ingress that is not served as written. `at` names
 /// the place in the spec (`rules[0].http.paths[1]`, `defaultBackend`,
 /// `tls[0]`).
@@ -42,9 +44,9 @@ pub enum IngressProblem {
         hostname: String,
         gateway: String,
     },
-    /// An annotation Coxswain does not implement (yet): nothing it asks
-    /// for happens.
-    UnsupportedAnnotation { name: String },
+    /// An annotation that is not enforced as written (unsupported,
+    /// invalid, refused, or overridden by the other prefix's spelling).
+    Annotation(AnnotationProblem),
     /// Our IngressClass names `spec.parameters`, which Coxswain does not read.
     ClassParameters { class: String },
 }
@@ -85,9 +87,7 @@ impl fmt::Display for IngressProblem {
                 f,
                 "port {port} hostname {hostname}: the Gateway listener {gateway} on the same socket takes these requests"
             ),
-            IngressProblem::UnsupportedAnnotation { name } => {
-                write!(f, "annotation {name} is not supported and has no effect")
-            }
+            IngressProblem::Annotation(problem) => problem.fmt(f),
             IngressProblem::ClassParameters { class } => write!(
                 f,
                 "IngressClass {class}: spec.parameters is not supported and has no effect"
