@@ -140,6 +140,16 @@ const PROBES: &[Probe] = &[
         https: true,
         ..probe("shop over TLS", "shop.example.com", "/api/cart")
     },
+    Probe {
+        https: true,
+        args: &["-H", "X-Canary: always"],
+        ..probe("canary by header over TLS", "shop.example.com", "/")
+    },
+    Probe {
+        https: true,
+        args: &["-H", "X-Canary: no"],
+        ..probe("other header value over TLS", "shop.example.com", "/")
+    },
     probe("admin without credentials", "admin.example.com", "/"),
     Probe {
         args: &["-u", "admin:wrong"],
@@ -300,7 +310,7 @@ fn migrated_gateway_answers_as_the_ingresses_did() {
             ],
         );
         wait_for("the Ingresses to be served", || {
-            served_by(&send(&PROBES[0], http, https, &ca_file), "web")
+            served_by(&send(&PROBES[4], http, https, &ca_file), "fallback")
         });
         let before = answers(http, https, &ca_file);
         drop(gateway);
@@ -342,7 +352,7 @@ fn migrated_gateway_answers_as_the_ingresses_did() {
         .lines()
         .filter(|l| l.starts_with("HTTPRoute "))
         .collect();
-    assert_eq!(routes.len(), 7, "{summary}");
+    assert_eq!(routes.len(), 8, "{summary}");
     for line in routes {
         assert!(
             line.contains("Accepted=True") && line.contains("ResolvedRefs=True"),
@@ -352,12 +362,61 @@ fn migrated_gateway_answers_as_the_ingresses_did() {
 
     let gateway = Gateway::start_with(gateway_run, http, free_port(), &[]);
     wait_for("the migrated routes to be served", || {
-        served_by(&send(&PROBES[0], http, https, &ca_file), "web")
+        served_by(&send(&PROBES[4], http, https, &ca_file), "fallback")
     });
     let after = answers(http, https, &ca_file);
-    for ((probe, before), after) in PROBES.iter().zip(&before).zip(&after) {
-        assert_eq!(before, after, "{}: Ingress vs migrated", probe.name);
+    // The annotations are enforced (independently of the comparison).
+    let by_name = |name: &str| {
+        let i = PROBES.iter().position(|p| p.name == name).unwrap();
+        &after[i]
+    };
+    let location = format!("https://shop.example.com:{https}/api/cart");
+    for (name, status, backend) in [
+        ("shop prefix", 308, None),
+        ("shop over TLS", 200, Some(("api", "/api/cart"))),
+        ("canary by header over TLS", 200, Some(("canary", "/"))),
+        ("other header value over TLS", 200, Some(("web", "/"))),
+        ("no such host", 200, Some(("fallback", "/x"))),
+        ("admin without credentials", 401, None),
+        ("admin with a wrong password", 401, None),
+        ("admin with credentials", 200, Some(("admin", "/"))),
+        ("back office from outside", 403, None),
+        ("rewritten asset", 200, Some(("assets", "/app.js"))),
+        ("CORS preflight", 204, None),
+        ("upload over the body limit", 413, None),
+        ("one-label wildcard", 200, Some(("apps", "/"))),
+    ] {
+        let got = by_name(name);
+        let backend = backend.map(|(p, path): (&str, &str)| (p.to_string(), path.to_string()));
+        assert_eq!(
+            (got.status, &got.backend),
+            (status, &backend),
+            "{name}: {got:?}"
+        );
     }
+    assert_eq!(
+        by_name("shop prefix").location.as_deref(),
+        Some(location.as_str())
+    );
+    assert!(by_name("admin without credentials").challenge.is_some());
+    assert_eq!(
+        by_name("CORS preflight").allow_origin.as_deref(),
+        Some("https://shop.example.com")
+    );
+
+    let differences: Vec<String> = PROBES
+        .iter()
+        .zip(&before)
+        .zip(&after)
+        .filter(|((_, before), after)| before != after)
+        .map(|((probe, before), after)| {
+            format!(
+                "{}:\n  Ingress:  {before:?}\n  migrated: {after:?}",
+                probe.name
+            )
+        })
+        .collect();
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
 
     // What the report says differs does differ: a deeper name reaches the
     // wildcard route, where the Ingress sent it to the default backend.

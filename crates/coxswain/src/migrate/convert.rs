@@ -12,7 +12,9 @@ use coxswain_api::{Ingress, ObjectKey, Snapshot};
 use coxswain_ir::Hostname;
 use serde_json::Value;
 
-use super::annotations::{self, Extras};
+use coxswain_translate::annotations::Canary;
+
+use super::annotations::{self, Extras, Used};
 use super::gateway::{self, TlsHost};
 use super::report::Report;
 use super::routes;
@@ -48,6 +50,8 @@ pub struct Migration {
 pub enum PathKind {
     Exact,
     PathPrefix,
+    /// `use-regex` paths: anchored at the start, so `PATH.*`.
+    RegularExpression,
 }
 
 /// Where a rule sends requests.
@@ -69,6 +73,17 @@ pub struct PathRule {
     pub kind: PathKind,
     pub path: String,
     pub target: Target,
+    /// Where it came from in the Ingress (`rules[0].http.paths[1]`).
+    pub at: String,
+    /// Canary Ingresses' backends for the same host and path.
+    pub canaries: Vec<CanaryBackend>,
+}
+
+/// A canary Ingress's backend and how requests choose it.
+#[derive(Clone, Debug)]
+pub struct CanaryBackend {
+    pub target: Target,
+    pub canary: Canary,
 }
 
 /// One Ingress's part of the migration.
@@ -77,6 +92,8 @@ pub struct Migrated<'a> {
     pub rules: Vec<PathRule>,
     pub default_backend: Option<PathRule>,
     pub extras: Extras,
+    /// The hosts of its `tls` entries (what ssl-redirect redirects).
+    pub tls_hosts: Vec<String>,
 }
 
 pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
@@ -91,20 +108,38 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
     let mut migrated = Vec::new();
     for (key, ingress) in &selected {
         report.touch(key);
-        let mut part = lower(snapshot, key, ingress, &mut served, &mut report);
+        let used = Used::of(ingress);
+        let extras = annotations::convert(snapshot, key, ingress, &used, &mut report);
+        if let Some(canary) = extras.canary.clone() {
+            let part = lower(snapshot, key, ingress, &extras, None, &mut report);
+            attach_canary(key, part, &canary, &mut migrated, &mut report);
+            continue;
+        }
+        let mut part = lower(
+            snapshot,
+            key,
+            ingress,
+            &extras,
+            Some(&mut served),
+            &mut report,
+        );
+        part.extras = extras;
         if let Some(default) = part.default_backend.take() {
             part.default_backend =
                 take_default(key, default, &mut default_taken, &served, &mut report);
         }
         gateway::collect_tls(snapshot, key, ingress, &mut tls_hosts, &mut report);
-        part.extras = annotations::convert(snapshot, key, ingress, &mut report);
         migrated.push(part);
     }
     let mut documents = Vec::new();
     if !selected.is_empty() {
         documents.extend(gateway::documents(settings, &gateway, &tls_hosts));
     }
-    let parent = routes::Parent { gateway: &gateway };
+    let parent = routes::Parent {
+        gateway: &gateway,
+        tls_hosts: &tls_hosts,
+        https_port: settings.https_port,
+    };
     let mut names = BTreeSet::new();
     for part in &migrated {
         documents.extend(routes::documents(&parent, part, &mut names));
@@ -157,11 +192,49 @@ fn take_default<'a>(
     Some(default)
 }
 
+/// A canary Ingress adds its backends to the rules of the same host and
+/// path of the Ingresses before it (ingress-nginx's canary semantics).
+fn attach_canary(
+    key: &ObjectKey,
+    part: Migrated<'_>,
+    canary: &Canary,
+    migrated: &mut [Migrated<'_>],
+    report: &mut Report,
+) {
+    for rule in part.rules {
+        let main = migrated
+            .iter_mut()
+            .flat_map(|m| m.rules.iter_mut())
+            .find(|m| m.host == rule.host && m.kind == rule.kind && m.path == rule.path);
+        match main {
+            Some(main) => main.canaries.push(CanaryBackend {
+                target: rule.target,
+                canary: canary.clone(),
+            }),
+            None => report.lost(
+                key,
+                rule.at,
+                "a canary of no rule: no older Ingress has this host and path",
+            ),
+        }
+    }
+    if part.default_backend.is_some() {
+        report.lost(
+            key,
+            "defaultBackend",
+            "not migrated: a canary Ingress's default backend is not served",
+        );
+    }
+}
+
+/// The Ingress's rules; `served` (`None` for a canary, whose rules join
+/// others') records every match taken, so equal younger ones are left out.
 fn lower<'a>(
     snapshot: &Snapshot,
     key: &'a ObjectKey,
     ingress: &'a Ingress,
-    served: &mut BTreeSet<(Option<String>, PathKind, String)>,
+    extras: &Extras,
+    mut served: Option<&mut BTreeSet<(Option<String>, PathKind, String)>>,
     report: &mut Report,
 ) -> Migrated<'a> {
     let mut part = Migrated {
@@ -169,10 +242,17 @@ fn lower<'a>(
         rules: Vec::new(),
         default_backend: None,
         extras: Extras::default(),
+        tls_hosts: Vec::new(),
     };
     let Some(spec) = ingress.spec.as_ref() else {
         return part;
     };
+    part.tls_hosts = spec
+        .tls
+        .iter()
+        .flatten()
+        .flat_map(|t| t.hosts.iter().flatten().cloned())
+        .collect();
     for (r, rule) in spec.rules.iter().flatten().enumerate() {
         let host = match rule.host.as_deref() {
             None | Some("") => None,
@@ -197,6 +277,9 @@ fn lower<'a>(
         for (p, path) in paths.unwrap_or_default().iter().enumerate() {
             let at = format!("rules[{r}].http.paths[{p}]");
             let (kind, value) = match path_match(&path.path_type, path.path.as_deref()) {
+                Ok((PathKind::PathPrefix, value)) if extras.regex_paths => {
+                    (PathKind::RegularExpression, format!("{value}.*"))
+                }
                 Ok(m) => m,
                 Err(why) => {
                     report.note(
@@ -210,7 +293,10 @@ fn lower<'a>(
             let Some(target) = target(snapshot, key, &path.backend, &at, report) else {
                 continue;
             };
-            if !served.insert((host.clone(), kind.clone(), value.clone())) {
+            let taken = served
+                .as_deref_mut()
+                .is_some_and(|s| !s.insert((host.clone(), kind.clone(), value.clone())));
+            if taken {
                 report.note(
                     key,
                     at,
@@ -223,6 +309,8 @@ fn lower<'a>(
                 kind,
                 path: value,
                 target,
+                at,
+                canaries: Vec::new(),
             });
         }
     }
@@ -234,6 +322,8 @@ fn lower<'a>(
             kind: PathKind::PathPrefix,
             path: "/".to_string(),
             target,
+            at: "defaultBackend".to_string(),
+            canaries: Vec::new(),
         });
     }
     part

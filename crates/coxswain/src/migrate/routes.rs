@@ -1,14 +1,19 @@
 //! One Ingress's path rules as HTTPRoutes: one per host (the rules
 //! without host in one route without hostnames), rules in the Ingress's
 //! order, at most 16 rules per route (the HTTPRoute limit), and the
-//! default backend as a catch-all route of its own.
+//! default backend as a catch-all route of its own. With ssl-redirect the
+//! host's route serves only its HTTPS listeners and a twin on the HTTP
+//! listener redirects.
 
 use std::collections::BTreeSet;
 
 use coxswain_api::ObjectKey;
+use coxswain_ir::Hostname;
 use serde_json::{Map, Value, json};
 
-use super::convert::{Document, Migrated, PathKind, PathRule, Target};
+use super::annotations::Redirect;
+use super::convert::{CanaryBackend, Document, Migrated, PathKind, PathRule, Target};
+use super::gateway::{HTTP_LISTENER, TlsHost};
 
 /// HTTPRoute's `rules` maxItems.
 const MAX_RULES: usize = 16;
@@ -16,6 +21,8 @@ const MAX_RULES: usize = 16;
 /// What every route attaches to.
 pub struct Parent<'a> {
     pub gateway: &'a ObjectKey,
+    pub tls_hosts: &'a [TlsHost],
+    pub https_port: u16,
 }
 
 impl Parent<'_> {
@@ -32,6 +39,36 @@ impl Parent<'_> {
             );
         }
         reference
+    }
+
+    /// The HTTPS listeners a route for `host` attaches to.
+    fn https_listeners(&self, host: Option<&str>) -> Vec<String> {
+        let host = host.and_then(|h| Hostname::parse(h).ok());
+        self.tls_hosts
+            .iter()
+            .filter(|t| {
+                let listener = t.host.as_deref().and_then(|h| Hostname::parse(h).ok());
+                match (listener, &host) {
+                    (None, _) | (_, None) => true,
+                    (Some(l), Some(h)) => Hostname::intersect(&l, h).is_some(),
+                }
+            })
+            .map(TlsHost::listener_name)
+            .collect()
+    }
+
+    /// Is plain HTTP to `host` redirected?
+    fn redirects(
+        &self,
+        redirect: Option<Redirect>,
+        tls_of_ingress: &[String],
+        host: Option<&str>,
+    ) -> bool {
+        match redirect {
+            None => false,
+            Some(Redirect::Every) => true,
+            Some(Redirect::TlsHosts) => host.is_some_and(|h| tls_of_ingress.iter().any(|t| t == h)),
+        }
     }
 }
 
@@ -57,6 +94,13 @@ pub fn documents(
             hosts.push(rule.host.as_deref());
         }
     }
+    let mut push = |name: &str, host: Option<&str>, parents: Vec<Value>, rules: Vec<Value>| {
+        let name = unique(names, &part.key.namespace, name);
+        out.push(Document {
+            file: file.clone(),
+            object: route(part, &name, host, parents, rules),
+        });
+    };
     for host in hosts {
         let rules: Vec<&PathRule> = part
             .rules
@@ -67,25 +111,40 @@ pub fn documents(
             None => part.key.name.clone(),
             Some(h) => format!("{}-{}", part.key.name, h.replace('*', "wildcard")),
         };
+        let redirected = parent.redirects(part.extras.redirect, &part.tls_hosts, host);
         for chunk in rules.chunks(MAX_RULES) {
-            let name = unique(names, &part.key.namespace, &base);
-            let rules = chunk.iter().map(|r| rule(r, part)).collect();
-            out.push(Document {
-                file: file.clone(),
-                object: route(parent, part, &name, host, rules),
-            });
+            let served: Vec<Value> = chunk.iter().flat_map(|r| rules_of(r, part)).collect();
+            if !redirected {
+                push(&base, host, vec![parent.reference(None)], served);
+                continue;
+            }
+            let https: Vec<Value> = parent
+                .https_listeners(host)
+                .iter()
+                .map(|l| parent.reference(Some(l)))
+                .collect();
+            if !https.is_empty() {
+                push(&base, host, https, served);
+            }
+            let redirects = chunk
+                .iter()
+                .map(|r| redirect_rule(r, parent.https_port))
+                .collect();
+            push(
+                &format!("{base}-ssl-redirect"),
+                host,
+                vec![parent.reference(Some(HTTP_LISTENER))],
+                redirects,
+            );
         }
     }
     if let Some(default) = &part.default_backend {
-        let name = unique(
-            names,
-            &part.key.namespace,
+        push(
             &format!("{}-default-backend", part.key.name),
+            None,
+            vec![parent.reference(None)],
+            rules_of(default, part),
         );
-        out.push(Document {
-            file: file.clone(),
-            object: route(parent, part, &name, None, vec![rule(default, part)]),
-        });
     }
     out
 }
@@ -102,14 +161,14 @@ fn unique(names: &mut BTreeSet<ObjectKey>, namespace: &str, base: &str) -> Strin
 }
 
 fn route(
-    parent: &Parent<'_>,
     part: &Migrated<'_>,
     name: &str,
     host: Option<&str>,
+    parents: Vec<Value>,
     rules: Vec<Value>,
 ) -> Value {
     let mut spec = Map::new();
-    spec.insert("parentRefs".to_string(), json!([parent.reference(None)]));
+    spec.insert("parentRefs".to_string(), Value::Array(parents));
     if let Some(host) = host {
         spec.insert("hostnames".to_string(), json!([host]));
     }
@@ -126,29 +185,150 @@ fn route(
     })
 }
 
-fn rule(path: &PathRule, part: &Migrated<'_>) -> Value {
+fn path_match(path: &PathRule) -> Value {
     let kind = match path.kind {
         PathKind::Exact => "Exact",
         PathKind::PathPrefix => "PathPrefix",
+        PathKind::RegularExpression => "RegularExpression",
     };
+    json!({"type": kind, "value": path.path})
+}
+
+fn backend_ref(target: &Target, weight: Option<u32>) -> Option<Value> {
+    let Target::Service { name, port } = target else {
+        return None;
+    };
+    let mut reference = json!({"name": name, "port": port});
+    if let (Some(weight), Some(map)) = (weight, reference.as_object_mut()) {
+        map.insert("weight".to_string(), json!(weight));
+    }
+    Some(reference)
+}
+
+/// The rule for one path, preceded by a rule per canary header or cookie
+/// (a header match beats none, and the header goes before the cookie, as
+/// in ingress-nginx).
+fn rules_of(path: &PathRule, part: &Migrated<'_>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for canary in &path.canaries {
+        out.extend(canary_rules(path, canary, part));
+    }
+    let weighted: Vec<&CanaryBackend> = path
+        .canaries
+        .iter()
+        .filter(|c| c.canary.weight > 0)
+        .collect();
+    let backends: Vec<Value> = match weighted.first() {
+        None => backend_ref(&path.target, None).into_iter().collect(),
+        Some(c) => {
+            let main = c.canary.weight_total.saturating_sub(c.canary.weight);
+            [
+                backend_ref(&path.target, Some(main)),
+                backend_ref(&c.target, Some(c.canary.weight)),
+            ]
+            .into_iter()
+            .flatten()
+            .collect()
+        }
+    };
+    out.push(rule(json!([{"path": path_match(path)}]), part, backends));
+    out
+}
+
+fn canary_rules(path: &PathRule, canary: &CanaryBackend, part: &Migrated<'_>) -> Vec<Value> {
+    let main = || {
+        backend_ref(&path.target, None)
+            .into_iter()
+            .collect::<Vec<_>>()
+    };
+    let to_canary = || {
+        backend_ref(&canary.target, None)
+            .into_iter()
+            .collect::<Vec<_>>()
+    };
+    let matching = |header: Value| json!([{"path": path_match(path), "headers": [header]}]);
+    let mut out = Vec::new();
+    if let Some(header) = &canary.canary.header {
+        match &header.value {
+            Some(value) => out.push(rule(
+                matching(json!({"name": header.name, "value": value})),
+                part,
+                to_canary(),
+            )),
+            None => {
+                out.push(rule(
+                    matching(json!({"name": header.name, "value": "always"})),
+                    part,
+                    to_canary(),
+                ));
+                // `never` only matters when the canary also takes a share.
+                if canary.canary.weight > 0 {
+                    out.push(rule(
+                        matching(json!({"name": header.name, "value": "never"})),
+                        part,
+                        main(),
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(cookie) = &canary.canary.cookie {
+        let mut choices = vec![("always", to_canary())];
+        if canary.canary.weight > 0 {
+            choices.push(("never", main()));
+        }
+        for (value, backends) in choices {
+            let pattern = format!("(.*;\\s*)?{}={value}(;.*)?", regex_escape(cookie));
+            out.push(rule(
+                matching(json!({"type": "RegularExpression", "name": "cookie", "value": pattern})),
+                part,
+                backends,
+            ));
+        }
+    }
+    out
+}
+
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let special = "\\.+*?()|[]{}^$#&-~".contains(c);
+            special.then_some('\\').into_iter().chain([c])
+        })
+        .collect()
+}
+
+fn rule(matches: Value, part: &Migrated<'_>, backends: Vec<Value>) -> Value {
     let mut rule = Map::new();
-    rule.insert(
-        "matches".to_string(),
-        json!([{"path": {"type": kind, "value": path.path}}]),
-    );
+    rule.insert("matches".to_string(), matches);
     if !part.extras.filters.is_empty() {
         rule.insert(
             "filters".to_string(),
             Value::Array(part.extras.filters.clone()),
         );
     }
-    let backends = match &path.target {
-        Target::Service { name, port } => json!([{"name": name, "port": port}]),
-        Target::Unresolved => json!([]),
+    let backends = if part.extras.fail_closed {
+        Vec::new()
+    } else {
+        backends
     };
-    rule.insert("backendRefs".to_string(), backends);
+    rule.insert("backendRefs".to_string(), Value::Array(backends));
     if let Some(timeouts) = &part.extras.timeouts {
         rule.insert("timeouts".to_string(), timeouts.clone());
     }
     Value::Object(rule)
+}
+
+/// The HTTP listener's twin of a rule: the same match, redirected to HTTPS.
+fn redirect_rule(path: &PathRule, https_port: u16) -> Value {
+    let mut redirect = json!({"scheme": "https", "statusCode": Redirect::STATUS});
+    if https_port != 443
+        && let Some(map) = redirect.as_object_mut()
+    {
+        map.insert("port".to_string(), json!(https_port));
+    }
+    json!({
+        "matches": [{"path": path_match(path)}],
+        "filters": [{"type": "RequestRedirect", "requestRedirect": redirect}],
+    })
 }
