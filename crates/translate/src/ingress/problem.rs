@@ -47,6 +47,11 @@ pub enum IngressProblem {
     /// An annotation that is not enforced as written (unsupported,
     /// invalid, refused, or overridden by the other prefix's spelling).
     Annotation(AnnotationProblem),
+    /// What an annotation asks for is not (fully) done, and why.
+    AnnotationEffect { annotation: String, why: String },
+    /// Security annotations that cannot be enforced: every rule of the
+    /// Ingress answers 500 rather than serve unprotected.
+    NotServedUnprotected { annotations: Vec<String> },
     /// Our IngressClass names `spec.parameters`, which Coxswain does not read.
     ClassParameters { class: String },
 }
@@ -88,6 +93,14 @@ impl fmt::Display for IngressProblem {
                 "port {port} hostname {hostname}: the Gateway listener {gateway} on the same socket takes these requests"
             ),
             IngressProblem::Annotation(problem) => problem.fmt(f),
+            IngressProblem::AnnotationEffect { annotation, why } => {
+                write!(f, "annotation {annotation}: {why}")
+            }
+            IngressProblem::NotServedUnprotected { annotations } => write!(
+                f,
+                "{} cannot be enforced: every rule of this Ingress answers 500 rather than serve unprotected",
+                annotations.join(", ")
+            ),
             IngressProblem::ClassParameters { class } => write!(
                 f,
                 "IngressClass {class}: spec.parameters is not supported and has no effect"

@@ -45,11 +45,10 @@ pub fn parse(r: &mut Reader<'_>, out: &mut Annotations) {
     );
     let cookie = r.setting("canary-by-cookie", Some("canary-by-cookie"), cookie_name);
     let any = set(&weight) || set(&total) || set(&header) || set(&value) || set(&cookie);
-    let key = |name: &str| format!("{}{name}", super::COXSWAIN_PREFIX);
     if !on {
         if any {
             r.invalid(
-                key("canary"),
+                r.key_of("canary", Some("canary")),
                 "",
                 "canary-* annotations have no effect without canary: \"true\"",
             );
@@ -60,7 +59,7 @@ pub fn parse(r: &mut Reader<'_>, out: &mut Annotations) {
     let weight_total = valid(total).unwrap_or(DEFAULT_TOTAL);
     if weight_total == 0 || weight > weight_total {
         r.invalid(
-            key("canary-weight"),
+            r.key_of("canary-weight", Some("canary-weight")),
             &weight.to_string(),
             format!("must be at most canary-weight-total ({weight_total}), which must be at least 1; the canary takes no share by weight"),
         );
@@ -84,7 +83,7 @@ fn finish(
         None => {
             if let Some(v) = value {
                 r.invalid(
-                    format!("{}canary-by-header-value", super::COXSWAIN_PREFIX),
+                    r.key_of("canary-by-header-value", Some("canary-by-header-value")),
                     &v,
                     "has no effect without canary-by-header",
                 );

@@ -36,7 +36,7 @@ pub fn parse(r: &mut Reader<'_>, out: &mut Annotations) {
         ] {
             if let Some(v) = value {
                 r.invalid(
-                    format!("{}{name}", super::COXSWAIN_PREFIX),
+                    r.key_of(name, Some(name)),
                     v,
                     "has no effect without enable-cors: \"true\"",
                 );
@@ -55,7 +55,7 @@ pub fn parse(r: &mut Reader<'_>, out: &mut Annotations) {
     match policy {
         Ok(cors) => out.cors = Some(cors),
         Err(why) => r.invalid(
-            format!("{}enable-cors", super::COXSWAIN_PREFIX),
+            r.key_of("enable-cors", Some("enable-cors")),
             "true",
             format!("{why}; CORS is not enabled"),
         ),

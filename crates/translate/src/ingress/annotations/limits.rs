@@ -113,19 +113,22 @@ fn ip_access(r: &mut Reader<'_>, out: &mut Annotations) {
         Some("denylist-source-range"),
         cidrs,
     );
-    let mut broken = Vec::new();
-    let mut ranges = |read: Read<Vec<IpCidr>>, name: &str| match read {
+    let mut broken: Vec<String> = Vec::new();
+    let allow_key = match r.key_of("allowlist-source-range", Some("allowlist-source-range")) {
+        k if r.has(&k) => k,
+        _ => r.key_of("whitelist-source-range", Some("whitelist-source-range")),
+    };
+    let deny_key = r.key_of("denylist-source-range", Some("denylist-source-range"));
+    let resource_key = r.key_of("ip-access-control", None);
+    let mut ranges = |read: Read<Vec<IpCidr>>, name: &String| match read {
         Read::Valid(v) => Some(v),
         Read::Invalid => {
-            broken.push(name.to_string());
+            broken.push(name.clone());
             None
         }
         Read::Unset => None,
     };
-    let (allow, deny) = (
-        ranges(allow, "allowlist-source-range"),
-        ranges(deny, "denylist-source-range"),
-    );
+    let (allow, deny) = (ranges(allow, &allow_key), ranges(deny, &deny_key));
     let has_ranges = allow.is_some() || deny.is_some();
     match resource {
         Read::Valid(name) => {
@@ -140,7 +143,7 @@ fn ip_access(r: &mut Reader<'_>, out: &mut Annotations) {
             }
             out.ip_access = Some(IpAccessAnnotation::Resource(name));
         }
-        Read::Invalid => broken.push("ip-access-control".into()),
+        Read::Invalid => broken.push(resource_key),
         Read::Unset if has_ranges => {
             out.ip_access = Some(IpAccessAnnotation::Ranges {
                 allow: allow.unwrap_or_default(),
@@ -150,9 +153,5 @@ fn ip_access(r: &mut Reader<'_>, out: &mut Annotations) {
         Read::Unset => {}
     }
     // An address list that cannot be read must not let everyone in.
-    out.unenforceable.extend(
-        broken
-            .into_iter()
-            .map(|n| format!("{}{n}", super::COXSWAIN_PREFIX)),
-    );
+    out.unenforceable.extend(broken);
 }

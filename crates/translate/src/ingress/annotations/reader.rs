@@ -37,12 +37,28 @@ impl<'a> Reader<'a> {
         Some(value.as_str())
     }
 
+    pub fn has(&self, key: &str) -> bool {
+        self.map.contains_key(key)
+    }
+
     pub fn coxswain(&mut self, name: &str) -> Option<&'a str> {
         self.raw(&format!("{COXSWAIN_PREFIX}{name}"))
     }
 
     pub fn nginx(&mut self, name: &str) -> Option<&'a str> {
         self.raw(&format!("{NGINX_PREFIX}{name}"))
+    }
+
+    /// The full name under which a setting is set: the Coxswain spelling
+    /// when present, else the nginx one (the Coxswain one when neither).
+    pub fn key_of(&self, name: &str, nginx: Option<&str>) -> String {
+        let ours = format!("{COXSWAIN_PREFIX}{name}");
+        match nginx.map(|n| format!("{NGINX_PREFIX}{n}")) {
+            Some(theirs) if !self.map.contains_key(&ours) && self.map.contains_key(&theirs) => {
+                theirs
+            }
+            _ => ours,
+        }
     }
 
     pub fn invalid(&mut self, key: String, value: &str, why: impl Into<String>) {
