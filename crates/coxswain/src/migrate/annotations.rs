@@ -28,9 +28,11 @@ pub struct Extras {
     /// A security annotation cannot be enforced: the rules keep no
     /// backendRefs, so they answer 500 rather than serve unprotected.
     pub fail_closed: bool,
-    /// `use-regex` (or a rewrite with capture groups): Prefix paths are
-    /// regular expressions anchored at the start.
+    /// `use-regex`: Prefix paths are regular expressions anchored at the
+    /// start, case-insensitive.
     pub regex_paths: bool,
+    /// `rewrite-target` with capture groups, as a substitution (`/${2}`).
+    pub rewrite_captures: Option<String>,
     /// Plain HTTP is redirected to HTTPS: for the Ingress's TLS hosts
     /// (`ssl-redirect`) or every host (`force-ssl-redirect`).
     pub redirect: Option<Redirect>,
@@ -40,11 +42,10 @@ pub struct Extras {
     pub policy_services: Vec<String>,
 }
 
-/// The Services and Prefix paths an Ingress names.
+/// The Services an Ingress names.
 #[derive(Clone, Debug, Default)]
 pub struct Used {
     pub services: Vec<String>,
-    pub paths: Vec<String>,
 }
 
 impl Used {
@@ -56,13 +57,7 @@ impl Used {
         let rules = spec.rules.iter().flatten();
         let paths = rules.flat_map(|r| r.http.iter().flat_map(|h| &h.paths));
         let mut backends: Vec<_> = spec.default_backend.iter().collect();
-        for path in paths {
-            backends.push(&path.backend);
-            if path.path_type != "Exact" {
-                used.paths
-                    .push(path.path.clone().unwrap_or_else(|| "/".into()));
-            }
-        }
+        backends.extend(paths.map(|p| &p.backend));
         for backend in backends {
             if let Some(service) = &backend.service
                 && !used.services.contains(&service.name)
@@ -177,15 +172,7 @@ pub fn convert(
         }
         None => {}
     }
-    rewrite(
-        &parsed,
-        &used.paths,
-        key,
-        report,
-        &mut extras,
-        &object,
-        &mut extension,
-    );
+    rewrite(&parsed, key, report, &mut extras);
     extras.redirect = if parsed.force_ssl_redirect {
         Some(Redirect::Every)
     } else if parsed.ssl_redirect {
@@ -290,16 +277,8 @@ fn cors_filter(cors: &Cors) -> Value {
 
 /// nginx's `rewrite-target` replaces the whole path: a fixed target is a
 /// URLRewrite to that full path; one with capture groups ($1...) of a
-/// regular-expression path is a PathRewriteRegex over the whole path.
-fn rewrite(
-    parsed: &Annotations,
-    paths: &[String],
-    key: &ObjectKey,
-    report: &mut Report,
-    extras: &mut Extras,
-    object: &impl Fn(&str, &str, Value) -> Value,
-    extension: &mut impl FnMut(&str, String) -> Value,
-) {
+/// `use-regex` path is a PathRewriteRegex over the whole path.
+fn rewrite(parsed: &Annotations, key: &ObjectKey, report: &mut Report, extras: &mut Extras) {
     extras.regex_paths = parsed.use_regex;
     let Some(target) = &parsed.rewrite_target else {
         return;
@@ -310,30 +289,16 @@ fn rewrite(
             .push(json!({"type": "URLRewrite", "urlRewrite": {
                 "path": {"type": "ReplaceFullPath", "replaceFullPath": target},
             }}));
-        return;
-    }
-    // A PathRewriteRegex has one pattern: it maps for one path only.
-    let [path] = paths else {
+    } else if parsed.use_regex {
+        // One PathRewriteRegex per rule, over that rule's expression.
+        extras.rewrite_captures = Some(annotations::substitution(target));
+    } else {
         report.lost(
             key,
             "rewrite-target",
-            "a rewrite with capture groups maps only for an Ingress with exactly one path (one PathRewriteRegex pattern)",
+            "capture groups ($1...) need use-regex: \"true\"; the path is sent unchanged, as by the Ingress",
         );
-        return;
-    };
-    extras.regex_paths = true;
-    extras.objects.push(object(
-        "PathRewriteRegex",
-        "rewrite",
-        json!({
-            "pattern": format!("^(?:{path}).*$"),
-            "substitution": annotations::substitution(target),
-        }),
-    ));
-    extras.filters.push(extension(
-        "PathRewriteRegex",
-        format!("{}-rewrite", key.name),
-    ));
+    }
 }
 
 fn backend_policy(

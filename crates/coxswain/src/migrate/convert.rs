@@ -75,8 +75,10 @@ pub struct PathRule {
     pub target: Target,
     /// Where it came from in the Ingress (`rules[0].http.paths[1]`).
     pub at: String,
-    /// Canary Ingresses' backends for the same host and path.
-    pub canaries: Vec<CanaryBackend>,
+    /// A canary Ingress's backend for the same host and path.
+    pub canary: Option<CanaryBackend>,
+    /// The PathRewriteRegex of this rule (`rewrite-target` with captures).
+    pub rewrite: Option<String>,
 }
 
 /// A canary Ingress's backend and how requests choose it.
@@ -92,8 +94,9 @@ pub struct Migrated<'a> {
     pub rules: Vec<PathRule>,
     pub default_backend: Option<PathRule>,
     pub extras: Extras,
-    /// The hosts of its `tls` entries (what ssl-redirect redirects).
-    pub tls_hosts: Vec<String>,
+    /// The hosts of its `tls` entries (what ssl-redirect redirects);
+    /// `None` for an entry without hosts (every host).
+    pub tls_hosts: Vec<Option<String>>,
 }
 
 pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
@@ -124,6 +127,7 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
             &mut report,
         );
         part.extras = extras;
+        assign_rewrites(&mut part);
         if let Some(default) = part.default_backend.take() {
             part.default_backend =
                 take_default(key, default, &mut default_taken, &served, &mut report);
@@ -192,6 +196,28 @@ fn take_default<'a>(
     Some(default)
 }
 
+/// `rewrite-target` with capture groups: a PathRewriteRegex per regular
+/// expression rule, over that rule's whole path (as the Ingress does).
+fn assign_rewrites(part: &mut Migrated<'_>) {
+    let Some(substitution) = part.extras.rewrite_captures.clone() else {
+        return;
+    };
+    let regex_rules = part
+        .rules
+        .iter_mut()
+        .filter(|r| r.kind == PathKind::RegularExpression);
+    for (n, rule) in regex_rules.enumerate() {
+        let name = format!("{}-rewrite-{}", part.key.name, n + 1);
+        part.extras.objects.push(serde_json::json!({
+            "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
+            "kind": "PathRewriteRegex",
+            "metadata": {"name": name, "namespace": part.key.namespace},
+            "spec": {"pattern": format!("^(?:{})$", rule.path), "substitution": substitution},
+        }));
+        rule.rewrite = Some(name);
+    }
+}
+
 /// A canary Ingress adds its backends to the rules of the same host and
 /// path of the Ingresses before it (ingress-nginx's canary semantics).
 fn attach_canary(
@@ -207,14 +233,16 @@ fn attach_canary(
             .flat_map(|m| m.rules.iter_mut())
             .find(|m| m.host == rule.host && m.kind == rule.kind && m.path == rule.path);
         match main {
-            Some(main) => main.canaries.push(CanaryBackend {
-                target: rule.target,
-                canary: canary.clone(),
-            }),
-            None => report.lost(
+            Some(main) if main.canary.is_none() => {
+                main.canary = Some(CanaryBackend {
+                    target: rule.target,
+                    canary: canary.clone(),
+                })
+            }
+            _ => report.lost(
                 key,
                 rule.at,
-                "a canary of no rule: no older Ingress has this host and path",
+                "not migrated: no older non-canary Ingress serves this host and path (or another canary has it); the Ingress does not serve it either",
             ),
         }
     }
@@ -247,12 +275,12 @@ fn lower<'a>(
     let Some(spec) = ingress.spec.as_ref() else {
         return part;
     };
-    part.tls_hosts = spec
-        .tls
-        .iter()
-        .flatten()
-        .flat_map(|t| t.hosts.iter().flatten().cloned())
-        .collect();
+    for entry in spec.tls.iter().flatten() {
+        match entry.hosts.as_deref() {
+            None | Some([]) => part.tls_hosts.push(None),
+            Some(hosts) => part.tls_hosts.extend(hosts.iter().cloned().map(Some)),
+        }
+    }
     for (r, rule) in spec.rules.iter().flatten().enumerate() {
         let host = match rule.host.as_deref() {
             None | Some("") => None,
@@ -278,7 +306,7 @@ fn lower<'a>(
             let at = format!("rules[{r}].http.paths[{p}]");
             let (kind, value) = match path_match(&path.path_type, path.path.as_deref()) {
                 Ok((PathKind::PathPrefix, value)) if extras.regex_paths => {
-                    (PathKind::RegularExpression, format!("{value}.*"))
+                    (PathKind::RegularExpression, format!("(?i:{value}).*"))
                 }
                 Ok(m) => m,
                 Err(why) => {
@@ -310,7 +338,8 @@ fn lower<'a>(
                 path: value,
                 target,
                 at,
-                canaries: Vec::new(),
+                canary: None,
+                rewrite: None,
             });
         }
     }
@@ -323,7 +352,8 @@ fn lower<'a>(
             path: "/".to_string(),
             target,
             at: "defaultBackend".to_string(),
-            canaries: Vec::new(),
+            canary: None,
+            rewrite: None,
         });
     }
     part

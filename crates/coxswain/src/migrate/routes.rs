@@ -56,19 +56,18 @@ impl Parent<'_> {
             .map(TlsHost::listener_name)
             .collect()
     }
+}
 
-    /// Is plain HTTP to `host` redirected?
-    fn redirects(
-        &self,
-        redirect: Option<Redirect>,
-        tls_of_ingress: &[String],
-        host: Option<&str>,
-    ) -> bool {
-        match redirect {
-            None => false,
-            Some(Redirect::Every) => true,
-            Some(Redirect::TlsHosts) => host.is_some_and(|h| tls_of_ingress.iter().any(|t| t == h)),
-        }
+/// Is plain HTTP to `host` redirected? With ssl-redirect, when the
+/// Ingress has TLS for that host (or a `tls` entry for every host).
+fn redirects(part: &Migrated<'_>, host: Option<&str>) -> bool {
+    match part.extras.redirect {
+        None => false,
+        Some(Redirect::Every) => true,
+        Some(Redirect::TlsHosts) => part
+            .tls_hosts
+            .iter()
+            .any(|t| t.is_none() || (host.is_some() && t.as_deref() == host)),
     }
 }
 
@@ -111,42 +110,50 @@ pub fn documents(
             None => part.key.name.clone(),
             Some(h) => format!("{}-{}", part.key.name, h.replace('*', "wildcard")),
         };
-        let redirected = parent.redirects(part.extras.redirect, &part.tls_hosts, host);
         for chunk in rules.chunks(MAX_RULES) {
-            let served: Vec<Value> = chunk.iter().flat_map(|r| rules_of(r, part)).collect();
-            if !redirected {
-                push(&base, host, vec![parent.reference(None)], served);
-                continue;
-            }
-            let https: Vec<Value> = parent
-                .https_listeners(host)
-                .iter()
-                .map(|l| parent.reference(Some(l)))
-                .collect();
-            if !https.is_empty() {
-                push(&base, host, https, served);
-            }
-            let redirects = chunk
-                .iter()
-                .map(|r| redirect_rule(r, parent.https_port))
-                .collect();
-            push(
-                &format!("{base}-ssl-redirect"),
-                host,
-                vec![parent.reference(Some(HTTP_LISTENER))],
-                redirects,
-            );
+            serve(&mut push, parent, part, &base, host, chunk);
         }
     }
     if let Some(default) = &part.default_backend {
-        push(
-            &format!("{}-default-backend", part.key.name),
-            None,
-            vec![parent.reference(None)],
-            rules_of(default, part),
-        );
+        let base = format!("{}-default-backend", part.key.name);
+        serve(&mut push, parent, part, &base, None, &[default]);
     }
     out
+}
+
+/// The route of `rules`, and with ssl-redirect its twin on the HTTP
+/// listener (the route itself then attaches to the HTTPS listeners only).
+fn serve(
+    push: &mut impl FnMut(&str, Option<&str>, Vec<Value>, Vec<Value>),
+    parent: &Parent<'_>,
+    part: &Migrated<'_>,
+    base: &str,
+    host: Option<&str>,
+    rules: &[&PathRule],
+) {
+    let served: Vec<Value> = rules.iter().flat_map(|r| rules_of(r, part)).collect();
+    if !redirects(part, host) {
+        push(base, host, vec![parent.reference(None)], served);
+        return;
+    }
+    let https: Vec<Value> = parent
+        .https_listeners(host)
+        .iter()
+        .map(|l| parent.reference(Some(l)))
+        .collect();
+    if !https.is_empty() {
+        push(base, host, https, served);
+    }
+    let redirects = rules
+        .iter()
+        .map(|r| redirect_rule(r, parent.https_port))
+        .collect();
+    push(
+        &format!("{base}-ssl-redirect"),
+        host,
+        vec![parent.reference(Some(HTTP_LISTENER))],
+        redirects,
+    );
 }
 
 /// `base`, or `base-2`, `base-3`... when a route of that name exists.
@@ -210,17 +217,10 @@ fn backend_ref(target: &Target, weight: Option<u32>) -> Option<Value> {
 /// in ingress-nginx).
 fn rules_of(path: &PathRule, part: &Migrated<'_>) -> Vec<Value> {
     let mut out = Vec::new();
-    for canary in &path.canaries {
-        out.extend(canary_rules(path, canary, part));
-    }
-    let weighted: Vec<&CanaryBackend> = path
-        .canaries
-        .iter()
-        .filter(|c| c.canary.weight > 0)
-        .collect();
-    let backends: Vec<Value> = match weighted.first() {
+    let backends: Vec<Value> = match &path.canary {
         None => backend_ref(&path.target, None).into_iter().collect(),
         Some(c) => {
+            out.extend(canary_rules(path, c, part));
             let main = c.canary.weight_total.saturating_sub(c.canary.weight);
             [
                 backend_ref(&path.target, Some(main)),
@@ -231,7 +231,12 @@ fn rules_of(path: &PathRule, part: &Migrated<'_>) -> Vec<Value> {
             .collect()
         }
     };
-    out.push(rule(json!([{"path": path_match(path)}]), part, backends));
+    out.push(rule(
+        json!([{"path": path_match(path)}]),
+        part,
+        path,
+        backends,
+    ));
     out
 }
 
@@ -253,12 +258,14 @@ fn canary_rules(path: &PathRule, canary: &CanaryBackend, part: &Migrated<'_>) ->
             Some(value) => out.push(rule(
                 matching(json!({"name": header.name, "value": value})),
                 part,
+                path,
                 to_canary(),
             )),
             None => {
                 out.push(rule(
                     matching(json!({"name": header.name, "value": "always"})),
                     part,
+                    path,
                     to_canary(),
                 ));
                 // `never` only matters when the canary also takes a share.
@@ -266,6 +273,7 @@ fn canary_rules(path: &PathRule, canary: &CanaryBackend, part: &Migrated<'_>) ->
                     out.push(rule(
                         matching(json!({"name": header.name, "value": "never"})),
                         part,
+                        path,
                         main(),
                     ));
                 }
@@ -278,10 +286,11 @@ fn canary_rules(path: &PathRule, canary: &CanaryBackend, part: &Migrated<'_>) ->
             choices.push(("never", main()));
         }
         for (value, backends) in choices {
-            let pattern = format!("(.*;\\s*)?{}={value}(;.*)?", regex_escape(cookie));
+            let pattern = format!("(^|;\\s*){}={value}(;|$)", regex_escape(cookie));
             out.push(rule(
                 matching(json!({"type": "RegularExpression", "name": "cookie", "value": pattern})),
                 part,
+                path,
                 backends,
             ));
         }
@@ -298,20 +307,23 @@ fn regex_escape(text: &str) -> String {
         .collect()
 }
 
-fn rule(matches: Value, part: &Migrated<'_>, backends: Vec<Value>) -> Value {
+fn rule(matches: Value, part: &Migrated<'_>, path: &PathRule, backends: Vec<Value>) -> Value {
     let mut rule = Map::new();
     rule.insert("matches".to_string(), matches);
-    if !part.extras.filters.is_empty() {
-        rule.insert(
-            "filters".to_string(),
-            Value::Array(part.extras.filters.clone()),
-        );
+    // Fail closed: no filter, no backend, so every request answers 500.
+    if part.extras.fail_closed {
+        rule.insert("backendRefs".to_string(), json!([]));
+        return Value::Object(rule);
     }
-    let backends = if part.extras.fail_closed {
-        Vec::new()
-    } else {
-        backends
-    };
+    let mut filters = part.extras.filters.clone();
+    if let Some(name) = &path.rewrite {
+        filters.push(json!({"type": "ExtensionRef", "extensionRef": {
+            "group": "gateway.coxswain-labs.dev", "kind": "PathRewriteRegex", "name": name,
+        }}));
+    }
+    if !filters.is_empty() {
+        rule.insert("filters".to_string(), Value::Array(filters));
+    }
     rule.insert("backendRefs".to_string(), Value::Array(backends));
     if let Some(timeouts) = &part.extras.timeouts {
         rule.insert("timeouts".to_string(), timeouts.clone());
