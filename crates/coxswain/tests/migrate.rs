@@ -181,6 +181,11 @@ const PROBES: &[Probe] = &[
         ..probe("upload over the body limit", "api.example.com", "/upload")
     },
     probe("one-label wildcard", "eu.apps.example.com", "/"),
+    probe("canary by weight", "beta.example.com", "/"),
+    Probe {
+        args: &["-H", "Cookie: theme=dark; beta_tester=never"],
+        ..probe("canary cookie says never", "beta.example.com", "/")
+    },
 ];
 
 /// What the test compares: everything a client can tell apart.
@@ -351,7 +356,7 @@ fn migrated_gateway_answers_as_the_ingresses_did() {
         .lines()
         .filter(|l| l.starts_with("HTTPRoute "))
         .collect();
-    assert_eq!(routes.len(), 8, "{summary}");
+    assert_eq!(routes.len(), 9, "{summary}");
     for line in routes {
         assert!(
             line.contains("Accepted=True") && line.contains("ResolvedRefs=True"),
@@ -384,6 +389,8 @@ fn migrated_gateway_answers_as_the_ingresses_did() {
         ("CORS preflight", 204, None),
         ("upload over the body limit", 413, None),
         ("one-label wildcard", 200, Some(("apps", "/"))),
+        ("canary by weight", 200, Some(("canary", "/"))),
+        ("canary cookie says never", 200, Some(("web", "/"))),
     ] {
         let got = by_name(name);
         let backend = backend.map(|(p, path): (&str, &str)| (p.to_string(), path.to_string()));

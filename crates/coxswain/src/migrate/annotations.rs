@@ -400,7 +400,7 @@ fn algorithm(balancer: &Balancer) -> String {
 
 /// A Gateway API duration (`30s`, `1500ms`).
 pub fn duration(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")

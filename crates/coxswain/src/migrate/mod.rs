@@ -4,6 +4,7 @@
 //! everything that could not be carried over exactly. See docs/ingress.md.
 
 mod annotations;
+mod backend;
 mod convert;
 mod gateway;
 mod output;
