@@ -228,18 +228,29 @@ fn attach_canary(
     report: &mut Report,
 ) {
     for rule in part.rules {
-        let main = migrated
-            .iter_mut()
-            .flat_map(|m| m.rules.iter_mut())
-            .find(|m| m.host == rule.host && m.kind == rule.kind && m.path == rule.path);
+        let main = migrated.iter_mut().find_map(|m| {
+            let key = m.key;
+            let found = m.rules.iter_mut().find(|r| {
+                r.canary.is_none()
+                    && r.host == rule.host
+                    && r.kind == rule.kind
+                    && r.path == rule.path
+            })?;
+            Some((key, found))
+        });
         match main {
-            Some(main) if main.canary.is_none() => {
+            Some((main_key, main)) => {
+                report.note(
+                    key,
+                    &rule.at,
+                    format!("joins the rule of Ingress {main_key} for this host and path"),
+                );
                 main.canary = Some(CanaryBackend {
                     target: rule.target,
                     canary: canary.clone(),
-                })
+                });
             }
-            _ => report.lost(
+            None => report.lost(
                 key,
                 rule.at,
                 "not migrated: no older non-canary Ingress serves this host and path (or another canary has it); the Ingress does not serve it either",
