@@ -4,7 +4,7 @@
 //! resources (see `annotations`). Everything that does not carry over
 //! exactly goes into the report.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use coxswain_api::{Ingress, ObjectKey, Snapshot};
@@ -135,6 +135,7 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
         gateway::collect_tls(snapshot, key, ingress, &mut tls_hosts, &mut report);
         migrated.push(part);
     }
+    report_regex_ties(&migrated, &mut report);
     let mut documents = Vec::new();
     if !selected.is_empty() {
         documents.extend(gateway::documents(settings, &gateway, &tls_hosts));
@@ -149,6 +150,37 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
         documents.extend(routes::documents(&parent, part, &mut names));
     }
     Migration { documents, report }
+}
+
+/// Two Ingresses' regular-expression paths for one host can both match a
+/// request: the Ingress serves the older Ingress's rule, Gateway API the
+/// older HTTPRoute's, so the outcome depends on the order the routes are
+/// created in. (Other equal matches were left out above.)
+fn report_regex_ties(migrated: &[Migrated<'_>], report: &mut Report) {
+    let mut first: BTreeMap<Option<&str>, &ObjectKey> = BTreeMap::new();
+    for part in migrated {
+        let regex = part
+            .rules
+            .iter()
+            .filter(|r| r.kind == PathKind::RegularExpression);
+        for rule in regex {
+            let host = rule.host.as_deref();
+            match first.get(&host) {
+                None => {
+                    first.insert(host, part.key);
+                }
+                Some(older) if *older != part.key => report.lost(
+                    part.key,
+                    &rule.at,
+                    format!(
+                        "Ingress {older} also has regular-expression paths for {}: where both match, the older Ingress wins here and the older HTTPRoute in Gateway API, so create {older}'s routes first (the output lists them first)",
+                        host.unwrap_or("every host")
+                    ),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
 }
 
 /// The Gateway's name and namespace: the flag, else the namespace all

@@ -332,13 +332,10 @@ fn rule(matches: Value, part: &Migrated<'_>, path: &PathRule, backends: Vec<Valu
 }
 
 /// The HTTP listener's twin of a rule: the same match, redirected to HTTPS.
+/// The port is always written, as the Ingress lowering does (the proxy
+/// leaves a well-known port out of `Location`).
 fn redirect_rule(path: &PathRule, https_port: u16) -> Value {
-    let mut redirect = json!({"scheme": "https", "statusCode": Redirect::STATUS});
-    if https_port != 443
-        && let Some(map) = redirect.as_object_mut()
-    {
-        map.insert("port".to_string(), json!(https_port));
-    }
+    let redirect = json!({"scheme": "https", "statusCode": Redirect::STATUS, "port": https_port});
     json!({
         "matches": [{"path": path_match(path)}],
         "filters": [{"type": "RequestRedirect", "requestRedirect": redirect}],

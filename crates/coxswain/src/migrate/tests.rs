@@ -436,3 +436,32 @@ fn regex_rewrites_and_unmappable_settings() {
         "{found:?}"
     );
 }
+
+#[test]
+fn regex_paths_of_two_ingresses_on_one_host_are_reported() {
+    let a = annotated(
+        "a",
+        "nginx.ingress.kubernetes.io/use-regex: 'true'",
+        "r.test",
+        "one",
+    );
+    let b = annotated(
+        "b",
+        "nginx.ingress.kubernetes.io/use-regex: 'true'",
+        "r.test",
+        "two",
+    )
+    .replace("path: /,", "path: /a,");
+    let migration = convert(&snapshot(&[&a, &b], &[]), &settings());
+    let found = findings(&migration);
+    let ties: Vec<_> = found
+        .iter()
+        .filter(|(s, _, why)| *s == Severity::Lost && why.contains("older HTTPRoute"))
+        .collect();
+    assert_eq!(ties.len(), 1, "{found:?}");
+    assert!(
+        migration.report.ingresses[&coxswain_api::ObjectKey::new("default", "b")]
+            .iter()
+            .any(|f| f.why.contains("older HTTPRoute"))
+    );
+}
