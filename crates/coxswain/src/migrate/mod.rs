@@ -32,7 +32,7 @@ pub struct MigrateArgs {
     pub inputs: Vec<PathBuf>,
     /// Write one file per Ingress (and gateway.yaml) into this directory
     /// instead of one YAML stream on stdout.
-    #[arg(long, short = 'o', value_name = "DIR")]
+    #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Migrate only the Ingresses of this class (default: every Ingress).
     #[arg(long, value_name = "NAME")]
