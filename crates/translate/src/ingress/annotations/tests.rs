@@ -491,3 +491,24 @@ fn problems_name_the_spelling_used() {
         vec![format!("{NGINX_PREFIX}whitelist-source-range")]
     );
 }
+
+#[test]
+fn unknown_access_control_annotations_are_refused_not_ignored() {
+    let (a, p) = parsed(&[
+        ("nginx/auth-tls-verify-client", "on"),
+        ("nginx/auth-tls-secret", "default/ca"),
+    ]);
+    assert_eq!(a.unenforceable.len(), 2);
+    assert_eq!(invalid_names(&p).len(), 2);
+    assert!(
+        !p.iter()
+            .any(|p| matches!(p, AnnotationProblem::Unsupported { .. }))
+    );
+    // Not about access: merely unsupported, the rules still serve.
+    let (a, p) = parsed(&[("nginx/proxy-buffering", "on")]);
+    assert!(a.unenforceable.is_empty());
+    assert!(matches!(
+        p.as_slice(),
+        [AnnotationProblem::Unsupported { .. }]
+    ));
+}
