@@ -55,7 +55,7 @@ pub fn apply(
     let tls_hosts = tls_hosts(cx.ingress);
     if a.ssl_redirect && !a.force_ssl_redirect && tls_hosts.is_empty() {
         problems.push(effect(
-            "ssl-redirect",
+            &spelled(cx, "ssl-redirect", Some("ssl-redirect")),
             "the Ingress has no tls section: nothing is redirected",
         ));
     }
@@ -71,7 +71,10 @@ pub fn apply(
                 Ok(filter) => route.filters.push(filter),
                 Err(why) if !rewrite_reported => {
                     rewrite_reported = true;
-                    problems.push(effect("rewrite-target", &why));
+                    problems.push(effect(
+                        &spelled(cx, "rewrite-target", Some("rewrite-target")),
+                        &why,
+                    ));
                 }
                 Err(_) => {}
             }
@@ -112,8 +115,20 @@ pub fn redirected(route: &Route, https_port: u16) -> Route {
 
 fn effect(annotation: &str, why: &str) -> IngressProblem {
     IngressProblem::AnnotationEffect {
-        annotation: format!("{}{annotation}", super::annotations::COXSWAIN_PREFIX),
+        annotation: annotation.to_string(),
         why: why.to_string(),
+    }
+}
+
+/// The annotation as the Ingress spells it: Coxswain's name when set,
+/// else ingress-nginx's `nginx` name when that is.
+fn spelled(cx: &Context<'_>, name: &str, nginx: Option<&str>) -> String {
+    let map = cx.ingress.metadata.annotations.as_ref();
+    let ours = format!("{}{name}", super::annotations::COXSWAIN_PREFIX);
+    let theirs = nginx.map(|n| format!("{}{n}", super::annotations::NGINX_PREFIX));
+    match (map, theirs) {
+        (Some(m), Some(t)) if !m.contains_key(&ours) && m.contains_key(&t) => t,
+        _ => ours,
     }
 }
 
@@ -177,7 +192,7 @@ fn rule_filters(
         );
         if let ExtensionSpec::Broken { status, reason } = &spec {
             problems.push(effect(
-                "auth-basic-secret",
+                &spelled(cx, "auth-basic-secret", Some("auth-secret")),
                 &format!("{reason}; requests answer {status}"),
             ));
         }
@@ -195,7 +210,7 @@ fn rule_filters(
         Some(IpAccessAnnotation::Resource(name)) => {
             if a.trust_forwarded_for.is_some() {
                 problems.push(effect(
-                    "trust-forwarded-for",
+                    &spelled(cx, "trust-forwarded-for", None),
                     "has no effect with ip-access-control: set the IpAccessControl's spec.xForwardedFor",
                 ));
             }
@@ -208,7 +223,7 @@ fn rule_filters(
             ));
         }
         None if a.trust_forwarded_for.is_some() => problems.push(effect(
-            "trust-forwarded-for",
+            &spelled(cx, "trust-forwarded-for", None),
             "has no effect without allowlist-source-range or denylist-source-range",
         )),
         None => {}
@@ -253,12 +268,18 @@ fn by_ref(
     ) {
         RefOutcome::Filter(filter, unresolved) => {
             if let Some((_, why)) = unresolved {
-                problems.push(effect(annotation, &format!("{why}; requests answer 500")));
+                problems.push(effect(
+                    &spelled(cx, annotation, None),
+                    &format!("{why}; requests answer 500"),
+                ));
             }
             filter
         }
         RefOutcome::NotForRouteKind(why) => {
-            problems.push(effect(annotation, &format!("{why}; requests answer 500")));
+            problems.push(effect(
+                &spelled(cx, annotation, None),
+                &format!("{why}; requests answer 500"),
+            ));
             Filter::Deny {
                 status: 500,
                 reason: why,

@@ -47,11 +47,18 @@ pub fn parse(r: &mut Reader<'_>, out: &mut Annotations) {
     let any = set(&weight) || set(&total) || set(&header) || set(&value) || set(&cookie);
     if !on {
         if any {
-            r.invalid(
-                r.key_of("canary", Some("canary")),
-                "",
-                "canary-* annotations have no effect without canary: \"true\"",
-            );
+            for name in [
+                "canary-weight",
+                "canary-weight-total",
+                "canary-by-header",
+                "canary-by-header-value",
+                "canary-by-cookie",
+            ] {
+                let key = r.key_of(name, Some(name));
+                if let Some(value) = r.raw(&key) {
+                    r.invalid(key, value, "has no effect without canary: \"true\"");
+                }
+            }
         }
         return;
     }

@@ -101,6 +101,26 @@ pub fn parse(map: &BTreeMap<String, String>) -> (Annotations, Vec<AnnotationProb
     rewrite::parse(&mut r, &mut out);
     cors::parse(&mut r, &mut out);
     canary::parse(&mut r, &mut out);
+    refuse_unknown_security(&mut r, &mut out);
     let problems = r.finish();
     (out, problems)
+}
+
+/// An access-control annotation Coxswain does not implement (`auth-tls-*`,
+/// `auth-signin`, `satisfy`, ...) asked for protection that would not be
+/// there: it is refused like an invalid one, so the rules do not serve.
+fn refuse_unknown_security(r: &mut reader::Reader<'_>, out: &mut Annotations) {
+    for (key, name) in r.unread() {
+        let security = name.starts_with("auth-") || name == "satisfy";
+        if !security {
+            continue;
+        }
+        let value = r.raw(&key).unwrap_or_default();
+        r.problems.push(AnnotationProblem::Refused {
+            name: key.clone(),
+            value: value.to_string(),
+            why: "an access-control annotation Coxswain does not implement; the rules answer 500 rather than serve unprotected".into(),
+        });
+        out.unenforceable.push(key);
+    }
 }

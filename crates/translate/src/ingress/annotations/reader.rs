@@ -127,6 +127,21 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The annotations under our prefixes no setting has read, with the
+    /// name after the prefix.
+    pub fn unread(&self) -> Vec<(String, String)> {
+        self.map
+            .keys()
+            .filter(|k| !self.read.contains(*k))
+            .filter_map(|k| {
+                let name = k
+                    .strip_prefix(COXSWAIN_PREFIX)
+                    .or_else(|| k.strip_prefix(NGINX_PREFIX))?;
+                Some((k.clone(), name.to_string()))
+            })
+            .collect()
+    }
+
     /// Every problem, with the annotations under our prefixes that no
     /// setting read reported as unsupported.
     pub fn finish(mut self) -> Vec<AnnotationProblem> {
