@@ -259,7 +259,7 @@ fn check_htpasswd(snapshot: &Snapshot, key: &ObjectKey, secret: &str, report: &m
         report.lost(
             key,
             "auth-basic-secret",
-            format!("Secret {secret} lacks the label ingress.coxswain-labs.dev/auth-basic: \"true\"; until it has it the BasicAuth answers 500"),
+            format!("Secret {secret} lacks the label ingress.coxswain-labs.dev/auth-basic: \"true\"; until it has it the BasicAuth answers 503 (as the Ingress annotation does)"),
         );
     }
 }

@@ -109,6 +109,7 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
     let mut default_taken: Option<&ObjectKey> = None;
     let mut tls_hosts: Vec<TlsHost> = Vec::new();
     let mut migrated = Vec::new();
+    let mut canary_policies = Vec::new();
     for (key, ingress) in &selected {
         report.touch(key);
         let used = Used::of(ingress);
@@ -116,6 +117,9 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
         if let Some(canary) = extras.canary.clone() {
             let part = lower(snapshot, key, ingress, &extras, None, &mut report);
             attach_canary(key, part, &canary, &mut migrated, &mut report);
+            canary_policies.extend(canary_only(key, &extras, &mut report));
+            // Its certificates are presented all the same.
+            gateway::collect_tls(snapshot, key, ingress, &mut tls_hosts, &mut report);
             continue;
         }
         let mut part = lower(
@@ -149,6 +153,7 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
     for part in &migrated {
         documents.extend(routes::documents(&parent, part, &mut names));
     }
+    documents.extend(canary_policies);
     Migration { documents, report }
 }
 
@@ -248,6 +253,27 @@ fn assign_rewrites(part: &mut Migrated<'_>) {
         }));
         rule.rewrite = Some(name);
     }
+}
+
+/// Of a canary Ingress's annotations only the connection settings apply
+/// (to its Services); its filters do not, as with the Ingress.
+fn canary_only(key: &ObjectKey, extras: &Extras, report: &mut Report) -> Vec<Document> {
+    if !extras.filters.is_empty() || extras.timeouts.is_some() || extras.redirect.is_some() {
+        report.note(
+            key,
+            "annotations",
+            "a canary Ingress's filters, timeouts and redirects are not applied (the main rule's are), as by the Ingress",
+        );
+    }
+    extras
+        .objects
+        .iter()
+        .filter(|o| o["kind"] == "CoxswainBackendPolicy")
+        .map(|object| Document {
+            file: format!("{}-{}", key.namespace, key.name),
+            object: object.clone(),
+        })
+        .collect()
 }
 
 /// A canary Ingress adds its backends to the rules of the same host and

@@ -465,3 +465,31 @@ fn regex_paths_of_two_ingresses_on_one_host_are_reported() {
             .any(|f| f.why.contains("older HTTPRoute"))
     );
 }
+
+#[test]
+fn a_canary_keeps_its_certificate_and_policies_but_not_its_filters() {
+    let main = annotated("site", "team: shop", "s.test", "web");
+    let canary = annotated(
+        "site-canary",
+        "nginx.ingress.kubernetes.io/canary: 'true', \
+         nginx.ingress.kubernetes.io/load-balance: ewma, \
+         nginx.ingress.kubernetes.io/proxy-body-size: 1k",
+        "s.test",
+        "beta",
+    )
+    .replace("hosts: [s.test]", "hosts: [beta.s.test]");
+    let migration = convert(&snapshot(&[&main, &canary], &[]), &settings());
+    let listeners = &objects(&migration, "Gateway")[0]["spec"]["listeners"];
+    assert_eq!(listeners[2]["hostname"], "beta.s.test");
+    let policies = objects(&migration, "CoxswainBackendPolicy");
+    assert_eq!(policies.len(), 1);
+    assert_eq!(policies[0]["spec"]["targetRefs"][0]["name"], "beta");
+    assert!(objects(&migration, "RequestSizeLimit").is_empty());
+    let found = findings(&migration);
+    assert!(
+        found
+            .iter()
+            .any(|(s, at, _)| *s == Severity::Note && at == "annotations"),
+        "{found:?}"
+    );
+}
