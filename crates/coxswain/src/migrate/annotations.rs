@@ -86,9 +86,8 @@ pub fn convert(
     used: &Used,
     report: &mut Report,
 ) -> Extras {
-    let Some(map) = ingress.metadata.annotations.as_ref() else {
-        return Extras::default();
-    };
+    let none = std::collections::BTreeMap::new();
+    let map = ingress.metadata.annotations.as_ref().unwrap_or(&none);
     let (parsed, problems) = annotations::parse(map);
     for problem in problems {
         match &problem {
@@ -173,6 +172,7 @@ pub fn convert(
         None => {}
     }
     rewrite(&parsed, key, report, &mut extras);
+    default_redirect_note(key, ingress, map, report);
     extras.redirect = if parsed.force_ssl_redirect {
         Some(Redirect::Every)
     } else if parsed.ssl_redirect {
@@ -186,6 +186,33 @@ pub fn convert(
     backend_policy(&parsed, key, &used.services, report, &mut extras, &object);
     backend_protocol(snapshot, &parsed, key, &used.services, report);
     extras
+}
+
+/// ingress-nginx redirects plain HTTP to a `tls` host by default; Coxswain
+/// (Ingress and migrated alike) only when `ssl-redirect` says so.
+fn default_redirect_note(
+    key: &ObjectKey,
+    ingress: &Ingress,
+    map: &std::collections::BTreeMap<String, String>,
+    report: &mut Report,
+) {
+    let has_tls = ingress
+        .spec
+        .as_ref()
+        .and_then(|s| s.tls.as_ref())
+        .is_some_and(|t| !t.is_empty());
+    let said = ["ssl-redirect", "force-ssl-redirect"].iter().any(|name| {
+        [annotations::COXSWAIN_PREFIX, annotations::NGINX_PREFIX]
+            .iter()
+            .any(|prefix| map.contains_key(&format!("{prefix}{name}")))
+    });
+    if has_tls && !said {
+        report.note(
+            key,
+            "tls",
+            "ingress-nginx redirects plain HTTP to these hosts by default; Coxswain does only with ssl-redirect: \"true\" (add it before migrating to keep the redirect)",
+        );
+    }
 }
 
 fn ip_access(

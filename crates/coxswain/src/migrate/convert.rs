@@ -387,6 +387,13 @@ fn lower<'a>(
                     continue;
                 }
             };
+            if kind != PathKind::RegularExpression && !gateway_api_path(&value) {
+                report.lost(
+                    key,
+                    &at,
+                    format!("path {value:?} has characters Gateway API does not allow in a {kind:?} value: Coxswain serves it, an API server rejects the route"),
+                );
+            }
             let Some(target) = target(snapshot, key, &path.backend, &at, report) else {
                 continue;
             };
@@ -426,6 +433,12 @@ fn lower<'a>(
         });
     }
     part
+}
+
+/// The characters Gateway API allows in `Exact` and `PathPrefix` values.
+fn gateway_api_path(path: &str) -> bool {
+    path.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-/._~!$&'()*+,;=:@%".contains(c))
 }
 
 pub fn wildcard_why(host: &str) -> String {

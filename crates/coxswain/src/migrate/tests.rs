@@ -493,3 +493,23 @@ fn a_canary_keeps_its_certificate_and_policies_but_not_its_filters() {
         "{found:?}"
     );
 }
+
+#[test]
+fn nginx_defaults_and_paths_gateway_api_refuses_are_reported() {
+    let ingress =
+        annotated("site", "team: shop", "s.test", "web").replace("path: /,", "path: '/a|b',");
+    let migration = convert(&snapshot(&[&ingress], &[]), &settings());
+    let found = findings(&migration);
+    assert!(
+        found.iter().any(|(s, at, why)| *s == Severity::Lost
+            && at == "rules[0].http.paths[0]"
+            && why.contains("API server rejects")),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|(s, at, why)| *s == Severity::Note && at == "tls" && why.contains("by default")),
+        "{found:?}"
+    );
+}
