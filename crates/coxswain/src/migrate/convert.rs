@@ -16,7 +16,7 @@ use coxswain_translate::annotations::Canary;
 use super::annotations::{self, Extras, Used};
 use super::backend::target;
 use super::gateway::{self, TlsHost};
-use super::report::Report;
+use super::report::{Report, Severity};
 use super::routes;
 
 /// What the user chose on the command line.
@@ -140,6 +140,7 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
         migrated.push(part);
     }
     report_regex_ties(&migrated, &mut report);
+    report_classes(snapshot, &selected, settings, &mut report);
     let mut documents = Vec::new();
     if !selected.is_empty() {
         documents.extend(gateway::documents(settings, &gateway, &tls_hosts));
@@ -155,6 +156,47 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
     }
     documents.extend(canary_policies);
     Migration { documents, report }
+}
+
+/// Every class of the migrated Ingresses becomes the one GatewayClass;
+/// what an IngressClass says beyond its name is not carried over.
+fn report_classes(
+    snapshot: &Snapshot,
+    selected: &[(&ObjectKey, &Arc<Ingress>)],
+    settings: &Settings,
+    report: &mut Report,
+) {
+    let classes: BTreeSet<Option<String>> = selected
+        .iter()
+        .map(|(_, ingress)| super::read::class_of(snapshot, ingress))
+        .collect();
+    let named: Vec<String> = classes
+        .iter()
+        .map(|c| c.clone().unwrap_or_else(|| "(none)".into()))
+        .collect();
+    if classes.len() > 1 {
+        report.general(
+            Severity::Note,
+            "IngressClass",
+            format!(
+                "Ingresses of classes {} all attach to the one Gateway of GatewayClass {} (use --ingress-class to migrate one class at a time)",
+                named.join(", "),
+                settings.gateway_class
+            ),
+        );
+    }
+    for class in classes.iter().flatten() {
+        let object = snapshot
+            .ingress_classes
+            .get(&ObjectKey::cluster(class.clone()));
+        if object.is_some_and(|c| c.spec.as_ref().is_some_and(|s| s.parameters.is_some())) {
+            report.general(
+                Severity::Lost,
+                format!("IngressClass {class}"),
+                "spec.parameters is not migrated (a controller's own configuration)",
+            );
+        }
+    }
 }
 
 /// Two Ingresses' regular-expression paths for one host can both match a

@@ -49,6 +49,15 @@ impl Report {
         }
     }
 
+    /// A finding about the input as a whole (IngressClasses...).
+    pub fn general(&mut self, severity: Severity, at: impl Into<String>, why: impl Into<String>) {
+        self.general.push(Finding {
+            severity,
+            at: at.into(),
+            why: why.into(),
+        });
+    }
+
     /// Every Ingress that was read, so that ones with nothing to say are
     /// listed as mapped.
     pub fn touch(&mut self, ingress: &ObjectKey) {

@@ -513,3 +513,51 @@ fn nginx_defaults_and_paths_gateway_api_refuses_are_reported() {
         "{found:?}"
     );
 }
+
+#[test]
+fn classes_are_merged_and_their_parameters_reported() {
+    let a = "
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: a, namespace: default}
+spec: {ingressClassName: nginx}
+";
+    let b = "
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: b, namespace: default}
+spec: {ingressClassName: internal}
+";
+    let mut snapshot = snapshot(&[a, b], &[]);
+    let class: coxswain_api::IngressClass = serde_yaml_ng::from_str(
+        "
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: nginx}
+spec:
+  controller: k8s.io/ingress-nginx
+  parameters: {apiGroup: k8s.example.com, kind: Config, name: tuned}
+",
+    )
+    .unwrap();
+    snapshot.insert(Object::IngressClass(Arc::new(class)));
+    let migration = convert(&snapshot, &settings());
+    let general: Vec<_> = migration
+        .report
+        .general
+        .iter()
+        .map(|f| (f.severity, f.at.as_str()))
+        .collect();
+    assert_eq!(
+        general,
+        [
+            (Severity::Note, "IngressClass"),
+            (Severity::Lost, "IngressClass nginx")
+        ]
+    );
+    let mut only = settings();
+    only.ingress_class = Some("internal".into());
+    let migration = convert(&snapshot, &only);
+    assert!(migration.report.general.is_empty());
+    assert_eq!(migration.report.ingresses.len(), 1);
+}
