@@ -4,19 +4,19 @@
 //! resources (see `annotations`). Everything that does not carry over
 //! exactly goes into the report.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use coxswain_api::{Ingress, ObjectKey, Snapshot};
 use coxswain_ir::Hostname;
 use serde_json::Value;
 
-use coxswain_translate::annotations::Canary;
-
 use super::annotations::{self, Extras, Used};
 use super::backend::target;
+use super::canary::{self, CanaryBackend};
+use super::checks;
 use super::gateway::{self, TlsHost};
-use super::report::{Report, Severity};
+use super::report::Report;
 use super::routes;
 
 /// What the user chose on the command line.
@@ -81,13 +81,6 @@ pub struct PathRule {
     pub rewrite: Option<String>,
 }
 
-/// A canary Ingress's backend and how requests choose it.
-#[derive(Clone, Debug)]
-pub struct CanaryBackend {
-    pub target: Target,
-    pub canary: Canary,
-}
-
 /// One Ingress's part of the migration.
 pub struct Migrated<'a> {
     pub key: &'a ObjectKey,
@@ -116,8 +109,8 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
         let extras = annotations::convert(snapshot, key, ingress, &used, &mut report);
         if let Some(canary) = extras.canary.clone() {
             let part = lower(snapshot, key, ingress, &extras, None, &mut report);
-            attach_canary(key, part, &canary, &mut migrated, &mut report);
-            canary_policies.extend(canary_only(key, &extras, &mut report));
+            canary::attach_canary(key, part, &canary, &mut migrated, &mut report);
+            canary_policies.extend(canary::canary_only(key, &extras, &mut report));
             // Its certificates are presented all the same.
             gateway::collect_tls(snapshot, key, ingress, &mut tls_hosts, &mut report);
             continue;
@@ -139,8 +132,8 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
         gateway::collect_tls(snapshot, key, ingress, &mut tls_hosts, &mut report);
         migrated.push(part);
     }
-    report_regex_ties(&migrated, &mut report);
-    report_classes(snapshot, &selected, settings, &mut report);
+    checks::report_regex_ties(&migrated, &mut report);
+    checks::report_classes(snapshot, &selected, settings, &mut report);
     let mut documents = Vec::new();
     if !selected.is_empty() {
         documents.extend(gateway::documents(settings, &gateway, &tls_hosts));
@@ -156,78 +149,6 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
     }
     documents.extend(canary_policies);
     Migration { documents, report }
-}
-
-/// Every class of the migrated Ingresses becomes the one GatewayClass;
-/// what an IngressClass says beyond its name is not carried over.
-fn report_classes(
-    snapshot: &Snapshot,
-    selected: &[(&ObjectKey, &Arc<Ingress>)],
-    settings: &Settings,
-    report: &mut Report,
-) {
-    let classes: BTreeSet<Option<String>> = selected
-        .iter()
-        .map(|(_, ingress)| super::read::class_of(snapshot, ingress))
-        .collect();
-    let named: Vec<String> = classes
-        .iter()
-        .map(|c| c.clone().unwrap_or_else(|| "(none)".into()))
-        .collect();
-    if classes.len() > 1 {
-        report.general(
-            Severity::Note,
-            "IngressClass",
-            format!(
-                "Ingresses of classes {} all attach to the one Gateway of GatewayClass {} (use --ingress-class to migrate one class at a time)",
-                named.join(", "),
-                settings.gateway_class
-            ),
-        );
-    }
-    for class in classes.iter().flatten() {
-        let object = snapshot
-            .ingress_classes
-            .get(&ObjectKey::cluster(class.clone()));
-        if object.is_some_and(|c| c.spec.as_ref().is_some_and(|s| s.parameters.is_some())) {
-            report.general(
-                Severity::Lost,
-                format!("IngressClass {class}"),
-                "spec.parameters is not migrated (a controller's own configuration)",
-            );
-        }
-    }
-}
-
-/// Two Ingresses' regular-expression paths for one host can both match a
-/// request: the Ingress serves the older Ingress's rule, Gateway API the
-/// older HTTPRoute's, so the outcome depends on the order the routes are
-/// created in. (Other equal matches were left out above.)
-fn report_regex_ties(migrated: &[Migrated<'_>], report: &mut Report) {
-    let mut first: BTreeMap<Option<&str>, &ObjectKey> = BTreeMap::new();
-    for part in migrated {
-        let regex = part
-            .rules
-            .iter()
-            .filter(|r| r.kind == PathKind::RegularExpression);
-        for rule in regex {
-            let host = rule.host.as_deref();
-            match first.get(&host) {
-                None => {
-                    first.insert(host, part.key);
-                }
-                Some(older) if *older != part.key => report.lost(
-                    part.key,
-                    &rule.at,
-                    format!(
-                        "Ingress {older} also has regular-expression paths for {}: where both match, the older Ingress wins here and the older HTTPRoute in Gateway API, so create {older}'s routes first (the output lists them first)",
-                        host.unwrap_or("every host")
-                    ),
-                ),
-                Some(_) => {}
-            }
-        }
-    }
 }
 
 /// The Gateway's name and namespace: the flag, else the namespace all
@@ -294,75 +215,6 @@ fn assign_rewrites(part: &mut Migrated<'_>) {
             "spec": {"pattern": format!("^(?:{})$", rule.path), "substitution": substitution},
         }));
         rule.rewrite = Some(name);
-    }
-}
-
-/// Of a canary Ingress's annotations only the connection settings apply
-/// (to its Services); its filters do not, as with the Ingress.
-fn canary_only(key: &ObjectKey, extras: &Extras, report: &mut Report) -> Vec<Document> {
-    if !extras.filters.is_empty() || extras.timeouts.is_some() || extras.redirect.is_some() {
-        report.note(
-            key,
-            "annotations",
-            "a canary Ingress's filters, timeouts and redirects are not applied (the main rule's are), as by the Ingress",
-        );
-    }
-    extras
-        .objects
-        .iter()
-        .filter(|o| o["kind"] == "CoxswainBackendPolicy")
-        .map(|object| Document {
-            file: format!("{}-{}", key.namespace, key.name),
-            object: object.clone(),
-        })
-        .collect()
-}
-
-/// A canary Ingress adds its backends to the rules of the same host and
-/// path of the Ingresses before it (ingress-nginx's canary semantics).
-fn attach_canary(
-    key: &ObjectKey,
-    part: Migrated<'_>,
-    canary: &Canary,
-    migrated: &mut [Migrated<'_>],
-    report: &mut Report,
-) {
-    for rule in part.rules {
-        let main = migrated.iter_mut().find_map(|m| {
-            let key = m.key;
-            let found = m.rules.iter_mut().find(|r| {
-                r.canary.is_none()
-                    && r.host == rule.host
-                    && r.kind == rule.kind
-                    && r.path == rule.path
-            })?;
-            Some((key, found))
-        });
-        match main {
-            Some((main_key, main)) => {
-                report.note(
-                    key,
-                    &rule.at,
-                    format!("joins the rule of Ingress {main_key} for this host and path"),
-                );
-                main.canary = Some(CanaryBackend {
-                    target: rule.target,
-                    canary: canary.clone(),
-                });
-            }
-            None => report.lost(
-                key,
-                rule.at,
-                "not migrated: no older non-canary Ingress serves this host and path (or another canary has it); the Ingress does not serve it either",
-            ),
-        }
-    }
-    if part.default_backend.is_some() {
-        report.lost(
-            key,
-            "defaultBackend",
-            "not migrated: a canary Ingress's default backend is not served",
-        );
     }
 }
 

@@ -5,6 +5,8 @@
 
 mod annotations;
 mod backend;
+mod canary;
+mod checks;
 mod convert;
 mod gateway;
 mod output;
@@ -13,6 +15,8 @@ mod report;
 mod routes;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_annotations;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

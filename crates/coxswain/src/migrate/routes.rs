@@ -12,7 +12,8 @@ use coxswain_ir::Hostname;
 use serde_json::{Map, Value, json};
 
 use super::annotations::Redirect;
-use super::convert::{CanaryBackend, Document, Migrated, PathKind, PathRule, Target};
+use super::canary::CanaryBackend;
+use super::convert::{Document, Migrated, PathKind, PathRule, Target};
 use super::gateway::{HTTP_LISTENER, TlsHost};
 
 /// HTTPRoute's `rules` maxItems.
