@@ -86,9 +86,16 @@ fn joined(
             name: h.name.clone(),
             value: StringMatch::Exact(v.to_string()),
         };
-        match &h.value {
-            Some(v) => extra.push(with("canary-by-header", exact(v), &backends)),
-            None => {
+        match (&h.value, &h.pattern) {
+            (Some(v), _) => extra.push(with("canary-by-header", exact(v), &backends)),
+            (None, Some(p)) => {
+                let matching = HeaderMatch {
+                    name: h.name.clone(),
+                    value: StringMatch::Regex(p.clone()),
+                };
+                extra.push(with("canary-by-header", matching, &backends));
+            }
+            (None, None) => {
                 extra.push(with("canary-by-header", exact("always"), &backends));
                 extra.push(with(
                     "canary-by-header-never",

@@ -19,13 +19,16 @@ pub struct Canary {
 }
 
 /// `canary-by-header`: with `value`, a request whose header equals it
-/// goes to the canary; without, the header's value `always` sends to the
-/// canary and `never` to the main backend.
+/// goes to the canary; else with `pattern`, one whose header matches that
+/// regular expression (anywhere in the value); without either, the
+/// header's value `always` sends to the canary and `never` to the main
+/// backend.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CanaryHeader {
     /// Lower-case.
     pub name: String,
     pub value: Option<String>,
+    pub pattern: Option<String>,
 }
 
 const DEFAULT_TOTAL: u32 = 100;
@@ -43,8 +46,14 @@ pub fn parse(r: &mut Reader<'_>, out: &mut Annotations) {
         Some("canary-by-header-value"),
         |v| Ok(v.to_string()),
     );
+    let pattern = r.setting(
+        "canary-by-header-pattern",
+        Some("canary-by-header-pattern"),
+        header_pattern,
+    );
     let cookie = r.setting("canary-by-cookie", Some("canary-by-cookie"), cookie_name);
-    let any = set(&weight) || set(&total) || set(&header) || set(&value) || set(&cookie);
+    let any =
+        set(&weight) || set(&total) || set(&header) || set(&value) || set(&pattern) || set(&cookie);
     if !on {
         if any {
             for name in [
@@ -52,6 +61,7 @@ pub fn parse(r: &mut Reader<'_>, out: &mut Annotations) {
                 "canary-weight-total",
                 "canary-by-header",
                 "canary-by-header-value",
+                "canary-by-header-pattern",
                 "canary-by-cookie",
             ] {
                 let key = r.key_of(name, Some(name));
@@ -70,30 +80,52 @@ pub fn parse(r: &mut Reader<'_>, out: &mut Annotations) {
             &weight.to_string(),
             format!("must be at most canary-weight-total ({weight_total}), which must be at least 1; the canary takes no share by weight"),
         );
-        return finish(out, 0, weight_total.max(1), header, value, cookie, r);
+        return finish(
+            out,
+            (0, weight_total.max(1)),
+            header,
+            (value, pattern),
+            cookie,
+            r,
+        );
     }
-    finish(out, weight, weight_total, header, value, cookie, r)
+    finish(
+        out,
+        (weight, weight_total),
+        header,
+        (value, pattern),
+        cookie,
+        r,
+    )
 }
 
 fn finish(
     out: &mut Annotations,
-    weight: u32,
-    weight_total: u32,
+    (weight, weight_total): (u32, u32),
     header: Read<String>,
-    value: Read<String>,
+    (value, pattern): (Read<String>, Read<String>),
     cookie: Read<String>,
     r: &mut Reader<'_>,
 ) {
-    let value = valid(value);
+    let (value, pattern) = (valid(value), valid(pattern));
     let header = match valid(header) {
-        Some(name) => Some(CanaryHeader { name, value }),
+        Some(name) => Some(CanaryHeader {
+            name,
+            value,
+            pattern,
+        }),
         None => {
-            if let Some(v) = value {
-                r.invalid(
-                    r.key_of("canary-by-header-value", Some("canary-by-header-value")),
-                    &v,
-                    "has no effect without canary-by-header",
-                );
+            for (name, v) in [
+                ("canary-by-header-value", value),
+                ("canary-by-header-pattern", pattern),
+            ] {
+                if let Some(v) = v {
+                    r.invalid(
+                        r.key_of(name, Some(name)),
+                        &v,
+                        "has no effect without canary-by-header",
+                    );
+                }
             }
             None
         }
@@ -129,6 +161,14 @@ fn header_name(value: &str) -> Result<String, String> {
     } else {
         Err("not a header name".into())
     }
+}
+
+fn header_pattern(value: &str) -> Result<String, String> {
+    regex::RegexBuilder::new(value)
+        .size_limit(coxswain_ir::MAX_REGEX_SIZE)
+        .build()
+        .map(|_| value.to_string())
+        .map_err(|e| format!("not a regular expression: {e}"))
 }
 
 fn cookie_name(value: &str) -> Result<String, String> {

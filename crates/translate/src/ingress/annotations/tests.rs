@@ -389,7 +389,8 @@ fn canary_settings() {
             weight_total: 100,
             header: Some(CanaryHeader {
                 name: "x-canary".into(),
-                value: None
+                value: None,
+                pattern: None,
             }),
             cookie: Some("canary".into()),
         })
@@ -511,4 +512,25 @@ fn unknown_access_control_annotations_are_refused_not_ignored() {
         p.as_slice(),
         [AnnotationProblem::Unsupported { .. }]
     ));
+}
+
+#[test]
+fn canary_header_pattern() {
+    let (a, p) = parsed(&[
+        ("nginx/canary", "true"),
+        ("nginx/canary-by-header", "x-region"),
+        ("nginx/canary-by-header-pattern", "^eu-"),
+    ]);
+    assert!(p.is_empty(), "{p:?}");
+    assert_eq!(
+        a.canary.unwrap().header.unwrap().pattern.as_deref(),
+        Some("^eu-")
+    );
+    let (a, p) = parsed(&[
+        ("nginx/canary", "true"),
+        ("nginx/canary-by-header", "x-region"),
+        ("nginx/canary-by-header-pattern", "(unclosed"),
+    ]);
+    assert_eq!(a.canary.unwrap().header.unwrap().pattern, None);
+    assert_eq!(invalid_names(&p).len(), 1);
 }
