@@ -255,14 +255,22 @@ fn canary_rules(path: &PathRule, canary: &CanaryBackend, part: &Migrated<'_>) ->
     let matching = |header: Value| json!([{"path": path_match(path), "headers": [header]}]);
     let mut out = Vec::new();
     if let Some(header) = &canary.canary.header {
-        match &header.value {
-            Some(value) => out.push(rule(
+        match (&header.value, &header.pattern) {
+            (Some(value), _) => out.push(rule(
                 matching(json!({"name": header.name, "value": value})),
                 part,
                 path,
                 to_canary(),
             )),
-            None => {
+            (None, Some(pattern)) => out.push(rule(
+                matching(
+                    json!({"type": "RegularExpression", "name": header.name, "value": pattern}),
+                ),
+                part,
+                path,
+                to_canary(),
+            )),
+            (None, None) => {
                 out.push(rule(
                     matching(json!({"name": header.name, "value": "always"})),
                     part,

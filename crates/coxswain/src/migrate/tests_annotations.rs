@@ -306,3 +306,26 @@ spec:
     assert!(migration.report.general.is_empty());
     assert_eq!(migration.report.ingresses.len(), 1);
 }
+
+#[test]
+fn a_canary_header_pattern_is_a_regular_expression_match() {
+    let main = annotated("site", "team: shop", "s.test", "web");
+    let canary = annotated(
+        "site-canary",
+        "nginx.ingress.kubernetes.io/canary: 'true', \
+         nginx.ingress.kubernetes.io/canary-by-header: X-Region, \
+         nginx.ingress.kubernetes.io/canary-by-header-pattern: '^eu-'",
+        "s.test",
+        "beta",
+    );
+    let migration = convert(&snapshot(&[&main, &canary], &[]), &settings());
+    let rules = &route_named(&migration, "site-s.test")["spec"]["rules"];
+    assert_eq!(
+        rules[0]["matches"][0]["headers"],
+        json!([{"type": "RegularExpression", "name": "x-region", "value": "^eu-"}])
+    );
+    assert_eq!(
+        rules[0]["backendRefs"],
+        json!([{"name": "beta", "port": 80}])
+    );
+}
