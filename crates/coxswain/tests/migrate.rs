@@ -336,6 +336,11 @@ fn migrated_gateway_answers_as_the_ingresses_did() {
         "{report}"
     );
 
+    assert!(
+        report.contains("Service api is also a backend of Ingress shop/shop"),
+        "{report}"
+    );
+
     // 3. The Gateway API objects, with the same Services and Secrets.
     let gateway_run = TempDir::new("migrate-gateway-run");
     for file in SHARED_FILES.iter().chain(&["shop-tls.yaml"]) {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use coxswain_api::{Ingress, ObjectKey, Snapshot};
 
-use super::convert::{Migrated, PathKind, Settings};
+use super::convert::{Migrated, PathKind, Settings, Target};
 use super::report::{Report, Severity};
 
 /// Every class of the migrated Ingresses becomes the one GatewayClass;
@@ -77,6 +77,39 @@ pub fn report_regex_ties(migrated: &[Migrated<'_>], report: &mut Report) {
                     ),
                 ),
                 Some(_) => {}
+            }
+        }
+    }
+}
+
+/// A CoxswainBackendPolicy applies to every route to its Service, where
+/// the annotation applied to one Ingress's requests only: another
+/// migrated Ingress sending to that Service changes behaviour.
+pub fn report_shared_policies(migrated: &[Migrated<'_>], report: &mut Report) {
+    let services = |part: &Migrated<'_>| -> BTreeSet<String> {
+        let rules = part.rules.iter().chain(part.default_backend.iter());
+        let targets = rules
+            .flat_map(|r| std::iter::once(&r.target).chain(r.canary.as_ref().map(|c| &c.target)));
+        targets
+            .filter_map(|t| match t {
+                Target::Service { name, .. } => Some(name.clone()),
+                Target::Unresolved => None,
+            })
+            .collect()
+    };
+    for part in migrated {
+        for service in &part.extras.policy_services {
+            for other in migrated.iter().filter(|o| o.key != part.key) {
+                if other.key.namespace == part.key.namespace && services(other).contains(service) {
+                    report.lost(
+                        part.key,
+                        "load-balancer / proxy-connect-timeout",
+                        format!(
+                            "Service {service} is also a backend of Ingress {}, whose requests get this CoxswainBackendPolicy too (the annotation applied to this Ingress only)",
+                            other.key
+                        ),
+                    );
+                }
             }
         }
     }

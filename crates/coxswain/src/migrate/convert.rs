@@ -133,6 +133,7 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
         migrated.push(part);
     }
     checks::report_regex_ties(&migrated, &mut report);
+    checks::report_shared_policies(&migrated, &mut report);
     checks::report_classes(snapshot, &selected, settings, &mut report);
     let mut documents = Vec::new();
     if !selected.is_empty() {

@@ -329,3 +329,41 @@ fn a_canary_header_pattern_is_a_regular_expression_match() {
         json!([{"name": "beta", "port": 80}])
     );
 }
+
+#[test]
+fn a_backend_policy_on_a_shared_service_is_reported() {
+    let tuned = annotated(
+        "api",
+        "nginx.ingress.kubernetes.io/load-balance: ewma, \
+         ingress.coxswain-labs.dev/compression: 'true', \
+         ingress.coxswain-labs.dev/auth-jwt: api-tokens",
+        "api.test",
+        "api",
+    );
+    let other = annotated("shop", "team: shop", "shop.test", "api");
+    let migration = convert(&snapshot(&[&tuned, &other], &[]), &settings());
+    let policy = &objects(&migration, "CoxswainBackendPolicy")[0];
+    assert_eq!(
+        policy["spec"],
+        json!({"loadBalancer": {"algorithm": "ewma"},
+               "targetRefs": [{"group": "", "kind": "Service", "name": "api"}]})
+    );
+    let rule = &route_named(&migration, "api-api.test")["spec"]["rules"][0];
+    let kinds: Vec<&str> = rule["filters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["extensionRef"]["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["JwtAuth", "Compression"]);
+    assert_eq!(
+        objects(&migration, "Compression")[0]["spec"],
+        json!({"gzip": true, "brotli": true})
+    );
+    let found = findings(&migration);
+    assert!(
+        found.iter().any(|(s, _, why)| *s == Severity::Lost
+            && why.contains("also a backend of Ingress default/shop")),
+        "{found:?}"
+    );
+}
