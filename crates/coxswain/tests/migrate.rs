@@ -181,6 +181,11 @@ const PROBES: &[Probe] = &[
         ..probe("upload over the body limit", "api.example.com", "/upload")
     },
     probe("one-label wildcard", "eu.apps.example.com", "/"),
+    probe(
+        "answer slower than the read timeout",
+        "api.example.com",
+        "/slow?delay_ms=2500",
+    ),
     probe("canary by weight", "beta.example.com", "/"),
     Probe {
         args: &["-H", "Cookie: theme=dark; beta_tester=never"],
@@ -393,6 +398,7 @@ fn migrated_gateway_answers_as_the_ingresses_did() {
         ("rewritten asset", 200, Some(("assets", "/app.js"))),
         ("CORS preflight", 204, None),
         ("upload over the body limit", 413, None),
+        ("answer slower than the read timeout", 504, None),
         ("one-label wildcard", 200, Some(("apps", "/"))),
         ("canary by weight", 200, Some(("canary", "/"))),
         ("canary cookie says never", 200, Some(("web", "/"))),
