@@ -497,3 +497,73 @@ spec:
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn ingresses_of_several_namespaces_share_one_gateway() {
+    let certs = TempDir::new("migrate-ns-pki");
+    ca(certs.path(), "ca");
+    server(certs.path(), "site", "ca", "DNS:a.test,DNS:b.test");
+    let read = |f: &str| std::fs::read_to_string(certs.path().join(f)).unwrap();
+    let (input, core) = (
+        TempDir::new("migrate-ns-in"),
+        TempDir::new("migrate-ns-run"),
+    );
+    for (ns, host) in [("one", "a.test"), ("two", "b.test")] {
+        let shared = format!(
+            "apiVersion: v1
+kind: Namespace
+metadata: {{name: {ns}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: cert, namespace: {ns}}}
+type: kubernetes.io/tls
+stringData:
+  tls.crt: |
+{}  tls.key: |
+{}---
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  ports: [{{port: 80}}]
+",
+            indent(&read("site.crt"), 4),
+            indent(&read("site.key"), 4),
+        );
+        let ingress = format!(
+            "apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: site, namespace: {ns}}}
+spec:
+  tls: [{{hosts: [{host}], secretName: cert}}]
+  rules:
+  - host: {host}
+    http:
+      paths:
+      - {{path: /, pathType: Prefix, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}
+"
+        );
+        input.write(&format!("{ns}.yaml"), &format!("{shared}---\n{ingress}"));
+        core.write(&format!("{ns}.yaml"), &shared);
+    }
+    let (code, report) = run_migrate(input.path(), core.path(), 80, 443);
+    assert_eq!(code, 0, "{report}");
+    let gateway = std::fs::read_to_string(core.path().join("gateway.yaml")).unwrap();
+    assert!(
+        gateway.contains("kind: ReferenceGrant") && gateway.contains("namespace: default"),
+        "{gateway}"
+    );
+    let check = Command::new(BIN)
+        .arg("check")
+        .arg(core.path())
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{summary}");
+    assert!(
+        summary.contains("listener https-a.test ResolvedRefs=True")
+            && summary.contains("listener https-b.test ResolvedRefs=True"),
+        "{summary}"
+    );
+}
