@@ -121,8 +121,9 @@ pub fn convert(
             "spec": spec,
         })
     };
+    // Filters in the Ingress lowering's order (the phases decide what
+    // runs first; within one phase this order does).
     let mut extension = |kind: &str, name: String| json!({"type": "ExtensionRef", "extensionRef": {"group": GROUP, "kind": kind, "name": name}});
-    ip_access(&parsed, key, report, &mut extras, &object, &mut extension);
     if let Some(basic) = &parsed.basic_auth {
         check_htpasswd(snapshot, key, &basic.secret, report);
         let mut spec = json!({"secretRef": {"name": basic.secret}});
@@ -134,6 +135,7 @@ pub fn convert(
             .filters
             .push(extension("BasicAuth", format!("{}-basic-auth", key.name)));
     }
+    ip_access(&parsed, key, report, &mut extras, &object, &mut extension);
     if let Some(jwt) = &parsed.jwt_auth {
         extras.filters.push(extension("JwtAuth", jwt.clone()));
     }
@@ -151,9 +153,6 @@ pub fn convert(
         }
         Some(BodyLimit::Unlimited) | None => {}
     }
-    if let Some(cors) = &parsed.cors {
-        extras.filters.push(cors_filter(cors));
-    }
     match &parsed.compression {
         Some(CompressionAnnotation::Resource(name)) => {
             extras.filters.push(extension("Compression", name.clone()));
@@ -170,6 +169,9 @@ pub fn convert(
             ));
         }
         None => {}
+    }
+    if let Some(cors) = &parsed.cors {
+        extras.filters.push(cors_filter(cors));
     }
     rewrite(&parsed, key, report, &mut extras);
     default_redirect_note(key, ingress, map, report);

@@ -50,7 +50,8 @@ pub struct Migration {
 pub enum PathKind {
     Exact,
     PathPrefix,
-    /// `use-regex` paths: anchored at the start, so `PATH.*`.
+    /// `use-regex` paths: case-insensitive, anchored at the start, so
+    /// `(?i:PATH).*` (the Ingress lowering's own expression).
     RegularExpression,
 }
 

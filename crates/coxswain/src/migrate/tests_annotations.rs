@@ -57,7 +57,7 @@ fn security_annotations_become_filters_and_resources() {
         .iter()
         .map(|f| f["extensionRef"]["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["IpAccessControl", "BasicAuth", "RequestSizeLimit"]);
+    assert_eq!(kinds, ["BasicAuth", "IpAccessControl", "RequestSizeLimit"]);
     assert_eq!(
         objects(&migration, "IpAccessControl")[0]["spec"],
         json!({"allow": [], "deny": ["10.0.0.0/8"]})
