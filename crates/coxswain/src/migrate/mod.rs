@@ -7,6 +7,7 @@ mod annotations;
 mod backend;
 mod canary;
 mod checks;
+mod cluster;
 mod convert;
 mod gateway;
 mod output;
@@ -32,8 +33,17 @@ const EXIT_FAILED: u8 = 2;
 pub struct MigrateArgs {
     /// A directory of manifests (read recursively, as `run` reads one),
     /// or one or more YAML/JSON files.
-    #[arg(value_name = "DIR|FILE", required = true)]
+    #[arg(
+        value_name = "DIR|FILE",
+        required_unless_present = "from_cluster",
+        conflicts_with = "from_cluster"
+    )]
     pub inputs: Vec<PathBuf>,
+    /// Read the Ingresses, IngressClasses, Services and Secrets (metadata
+    /// only) from the API server instead: KUBECONFIG, else the in-cluster
+    /// config, as `controller` does.
+    #[arg(long)]
+    pub from_cluster: bool,
     /// Write one file per Ingress (and gateway.yaml) into this directory
     /// instead of one YAML stream on stdout.
     #[arg(long, value_name = "DIR")]
@@ -63,7 +73,12 @@ pub struct MigrateArgs {
 }
 
 pub fn migrate(args: &MigrateArgs) -> ExitCode {
-    let snapshot = match read::load(&args.inputs) {
+    let loaded = if args.from_cluster {
+        cluster::load().map_err(|e| vec![format!("error: {e:#}")])
+    } else {
+        read::load(&args.inputs).map_err(|errors| errors.iter().map(ToString::to_string).collect())
+    };
+    let snapshot = match loaded {
         Ok(snapshot) => snapshot,
         Err(errors) => {
             for error in &errors {
