@@ -47,6 +47,16 @@ pub enum Command {
     /// Run as a Kubernetes controller: watch the API server, serve the
     /// Gateways of our classes, write their status (when leading).
     Controller(crate::controller::ControllerArgs),
+    /// Convert classic Ingress manifests to Gateway API: a GatewayClass,
+    /// one Gateway (an HTTP listener, an HTTPS listener per `tls` host),
+    /// HTTPRoutes per Ingress host and the Coxswain resources the
+    /// annotations map to. YAML goes to stdout (or `--output DIR`), a
+    /// report of everything not carried over exactly to stderr.
+    ///
+    /// Exit status: 0 when everything mapped, 1 when something did not
+    /// (the output is still written), 2 when the input cannot be read or
+    /// the output cannot be written.
+    Migrate(crate::migrate::MigrateArgs),
     /// Print Coxswain's CustomResourceDefinitions (YAML) generated from
     /// the Rust types.
     Crds,

@@ -22,6 +22,7 @@ mod echo;
 mod explain;
 mod http_server;
 mod ingress_args;
+mod migrate;
 mod proxy_args;
 mod run;
 mod tracing_args;
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
             with_runtime(args.proxy.worker_threads, controller::run(args))
         }
         cli::Command::Crds => crds_cmd::print(),
+        cli::Command::Migrate(args) => migrate::migrate(&args),
     }
 }
 

@@ -97,6 +97,7 @@ pub async fn run<D: Dataplane>(
     let mut served: Option<coxswain_ir::Config> = None;
     let mut addresses = AddressMemory::new();
     let mut announced_ready = false;
+    let mut ingress_problems = crate::ingress_problems::IngressProblemLog::default();
     while let Some(change) = changes.recv().await {
         let first = Instant::now();
         store.apply(change);
@@ -126,6 +127,7 @@ pub async fn run<D: Dataplane>(
         Metrics::add(&metrics.translations);
         let unbound = dataplane.apply(&output, timing).await;
         mark_unbound(&mut job.statuses, &output.ir, &unbound, &Time(now));
+        ingress_problems.update(&job.statuses);
         if ir_changed {
             served = Some(output.ir.clone());
         }

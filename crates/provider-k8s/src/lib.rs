@@ -21,6 +21,7 @@ mod backoff;
 mod coalesce;
 mod controller;
 pub mod gateway_service;
+mod ingress_problems;
 pub mod leader;
 pub mod lease;
 mod metrics;

@@ -6,8 +6,8 @@ use std::net::IpAddr;
 
 use coxswain_api::{ObjectKey, Snapshot, same_objects};
 use coxswain_ir::{
-    Cluster, Config, ExtensionKey, Filter, HostSpecificity, IR_VERSION, Listener, Serve, Socket,
-    TlsTermination, Transport, UpstreamTls,
+    BackendPolicy, Balancer, Cluster, Config, ExtensionKey, Filter, HostSpecificity, IR_VERSION,
+    Listener, Serve, Socket, TlsTermination, Transport, UpstreamTls,
 };
 
 use crate::endpoints::SliceIndex;
@@ -152,7 +152,13 @@ pub fn build_config(
         memo,
     );
 
-    let extensions = crate::extension::table(snapshot, &keys);
+    let mut extensions = crate::extension::table(snapshot, &keys);
+    // Filters Ingress annotations describe have no resource to read.
+    for extension in &mut extensions {
+        if let Some(spec) = ingress.extensions.get(&extension.key) {
+            extension.spec = spec.clone();
+        }
+    }
     Config {
         ir_version: IR_VERSION,
         sockets,
@@ -208,6 +214,29 @@ fn serve(
         Protocol::Tls(TlsMode::Terminate) | Protocol::Tcp => Serve::Tcp(l4),
         Protocol::Udp => Serve::Udp(l4),
     }
+}
+
+/// The Service's policy with what an Ingress's annotations set on its own
+/// copy of the cluster taking precedence.
+fn annotated_policy(spec: &ClusterSpec, policy: Option<BackendPolicy>) -> Option<BackendPolicy> {
+    let Some(a) = &spec.annotated else {
+        return policy;
+    };
+    let mut policy = policy.unwrap_or_else(|| BackendPolicy {
+        policy: format!("Ingress {} annotations", a.by),
+        connect_timeout_ms: None,
+        idle_timeout_ms: None,
+        balancer: Balancer::RoundRobin,
+        breaker: None,
+        persistence: None,
+    });
+    if let Some(balancer) = &a.balancer {
+        policy.balancer = balancer.clone();
+    }
+    if let Some(ms) = a.connect_timeout_ms {
+        policy.connect_timeout_ms = Some(ms);
+    }
+    Some(policy)
 }
 
 /// The clusters of the last run and what they were built from.
@@ -272,7 +301,7 @@ fn clusters(
                     ),
                 })
             }),
-            policy: backend_policies.cluster_policy(spec),
+            policy: annotated_policy(spec, backend_policies.cluster_policy(spec)),
             retry_budget: backend_traffic.cluster_budget(spec),
             ..slices.cluster(spec)
         })

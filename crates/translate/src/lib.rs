@@ -36,6 +36,7 @@ pub use conditions::{ConditionType, Reason};
 pub use data_plane::mark_unbound;
 pub use duration::parse_duration_ms;
 pub use features::SUPPORTED_FEATURES;
+pub use ingress::annotations;
 pub use ingress::{INGRESS_OWNER, IngressOptions, IngressOutcome, IngressProblem};
 pub use memo::Translator;
 pub use output::{Output, Statuses, api_kind, route_kind};

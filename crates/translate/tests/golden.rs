@@ -43,7 +43,9 @@
 //!   `ranking=...`: order after stable-sorting all matches by
 //!   `MatchSpecificity` (what the proxy tries first for one host);
 //!   `routes=<n>`, `hostname=<h|->`.
-//! - `ir route=<ns/route#rule> [on=<ns/gw/listener>] ...` (first occurrence).
+//! - `ir route=<ns/route#rule> [on=<ns/gw/listener>] ...` (first occurrence);
+//!   `<ns/route#rule@name>` picks the rule with that rule name (`@` alone:
+//!   the one without).
 //! - Any selected IR item accepts `/json/pointer=<JSON or string>` as its last
 //!   token (the value runs to the end of the line, `absent` for missing), and
 //!   the item itself accepts `absent`.

@@ -66,7 +66,7 @@ pub fn resolve(snapshot: &Snapshot, cr: &BasicAuth) -> Resolved {
 }
 
 /// A realm the challenge can quote as is.
-fn valid_realm(realm: &str) -> bool {
+pub fn valid_realm(realm: &str) -> bool {
     realm.len() <= 256
         && !realm
             .chars()

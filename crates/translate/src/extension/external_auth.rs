@@ -198,6 +198,7 @@ fn backend(
         target_port,
         protocol: upstream,
         requires_tls,
+        annotated: None,
     })
 }
 

@@ -20,6 +20,7 @@ mod compression;
 mod external_auth;
 mod gateway_auth;
 mod htpasswd;
+mod inline;
 mod ip_access;
 mod jwt_auth;
 mod path_rewrite_regex;
@@ -35,7 +36,10 @@ use coxswain_ir::{Extension, ExtensionKey, ExtensionKind, ExtensionSpec, Filter,
 use crate::Options;
 use crate::conditions::{Cond, Reason, Stamp};
 use crate::route::backends::Unresolved;
+pub use basic_auth::valid_realm;
 pub use gateway_auth::GatewayAuthIndex;
+pub use inline::{basic_auth as inline_basic_auth, check_path_rewrite, default_compression};
+pub use request_size_limit::parse_size;
 
 /// The API group of Coxswain's resources.
 pub const GROUP: &str = "gateway.coxswain-labs.dev";

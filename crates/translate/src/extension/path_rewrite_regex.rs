@@ -17,7 +17,7 @@ pub fn resolve(cr: &PathRewriteRegex) -> Resolved {
     }))
 }
 
-fn check(pattern: &str, substitution: &str) -> Result<(), String> {
+pub fn check(pattern: &str, substitution: &str) -> Result<(), String> {
     let regex = regex::RegexBuilder::new(pattern)
         .size_limit(MAX_REGEX_SIZE)
         .build()

@@ -20,7 +20,7 @@ pub fn listeners(model: &IngressModel, http_port: u16, https_port: u16) -> Vec<(
     }
     let mut out = vec![(
         http_port,
-        listener("http", None, None, model.routes.clone()),
+        listener("http", None, None, model.plain_routes.clone()),
     )];
     for (hostname, (certificate, _)) in &model.certificates {
         let name = match hostname {

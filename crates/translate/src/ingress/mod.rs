@@ -3,7 +3,10 @@
 //! listener per certificate) that the translator adds only when at least
 //! one Ingress is ours. See docs/ingress.md.
 
+mod annotate;
+pub mod annotations;
 mod backend;
+mod canary;
 mod class;
 mod listeners;
 mod paths;
@@ -22,7 +25,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use coxswain_api::{Ingress, ObjectKey, Snapshot};
-use coxswain_ir::{Listener, Route};
+use coxswain_ir::{ExtensionKey, ExtensionSpec, Listener, Route};
 
 use crate::Options;
 use crate::route::ClusterSpec;
@@ -53,11 +56,6 @@ impl Default for IngressOptions {
     }
 }
 
-/// Annotation prefixes whose keys ask for behaviour; none is implemented
-/// yet, so each one present is reported rather than silently ignored.
-const ANNOTATION_PREFIXES: &[&str] =
-    &["ingress.coxswain-labs.dev/", "nginx.ingress.kubernetes.io/"];
-
 /// Our Ingresses, compiled.
 #[derive(Default)]
 pub struct IngressModel {
@@ -66,6 +64,11 @@ pub struct IngressModel {
     /// Every path rule of every Ingress of ours, oldest Ingress first,
     /// then the one default backend served.
     pub routes: Vec<Arc<Route>>,
+    /// The same rules as the plain HTTP listener serves them: a rule whose
+    /// annotations redirect to HTTPS answers with that redirect.
+    pub plain_routes: Vec<Arc<Route>>,
+    /// The filters annotations describe (no resource behind them).
+    pub extensions: BTreeMap<ExtensionKey, ExtensionSpec>,
     pub certificates: tls::Certificates,
     pub clusters: Vec<ClusterSpec>,
     pub problems: BTreeMap<ObjectKey, Vec<IngressProblem>>,
@@ -83,7 +86,9 @@ pub fn build(snapshot: &Snapshot, options: &Options) -> IngressModel {
             .cmp(&(b.1.metadata.creation_timestamp.as_ref(), b.0))
     });
     let mut model = IngressModel::default();
-    let mut default_backend: Option<(Route, &ObjectKey)> = None;
+    let mut default_backend: Option<(annotate::Served, &ObjectKey)> = None;
+    let mut served: Vec<annotate::Served> = Vec::new();
+    let mut canaries = Vec::new();
     for (key, ingress, class) in ours {
         let mut problems = Vec::new();
         if classes.has_parameters(class) {
@@ -91,17 +96,59 @@ pub fn build(snapshot: &Snapshot, options: &Options) -> IngressModel {
                 class: class.to_string(),
             });
         }
-        for name in ingress.metadata.annotations.iter().flat_map(|a| a.keys()) {
-            if ANNOTATION_PREFIXES.iter().any(|p| name.starts_with(p)) {
-                problems.push(IngressProblem::UnsupportedAnnotation { name: name.clone() });
+        let (parsed, annotation_problems) = ingress
+            .metadata
+            .annotations
+            .as_ref()
+            .map(annotations::parse)
+            .unwrap_or_default();
+        problems.extend(
+            annotation_problems
+                .into_iter()
+                .map(IngressProblem::Annotation),
+        );
+        let mut lowered = rules::lower(snapshot, key, ingress, &mut problems);
+        let cx = annotate::Context {
+            snapshot,
+            key,
+            ingress,
+        };
+        if let Some(canary) = parsed.canary.clone() {
+            let applied = annotate::apply(
+                &cx,
+                &canary_only(&parsed, &mut problems),
+                &mut lowered,
+                &mut problems,
+            );
+            if applied.default_backend.is_some() {
+                problems.push(IngressProblem::AnnotationEffect {
+                    annotation: format!("{}canary", annotations::COXSWAIN_PREFIX),
+                    why: "the defaultBackend of a canary Ingress is not served".into(),
+                });
             }
+            model.extensions.extend(applied.extensions);
+            model.clusters.extend(lowered.clusters);
+            canaries.push(canary::CanaryIngress {
+                key: key.clone(),
+                canary,
+                routes: applied.routes.into_iter().map(|s| s.route).collect(),
+            });
+            tls::collect(
+                snapshot,
+                key,
+                ingress,
+                &mut model.certificates,
+                &mut problems,
+            );
+            model.ours.push(key.clone());
+            model.problems.insert(key.clone(), problems);
+            continue;
         }
-        let lowered = rules::lower(snapshot, key, ingress, &mut problems);
-        model
-            .routes
-            .extend(lowered.routes.into_iter().map(Arc::new));
+        let applied = annotate::apply(&cx, &parsed, &mut lowered, &mut problems);
+        served.extend(applied.routes);
+        model.extensions.extend(applied.extensions);
         model.clusters.extend(lowered.clusters);
-        match (&default_backend, lowered.default_backend) {
+        match (&default_backend, applied.default_backend) {
             (None, Some(route)) => default_backend = Some((route, key)),
             (Some((_, by)), Some(_)) => {
                 problems.push(IngressProblem::DefaultBackendTaken { by: by.to_string() })
@@ -118,11 +165,21 @@ pub fn build(snapshot: &Snapshot, options: &Options) -> IngressModel {
         model.ours.push(key.clone());
         model.problems.insert(key.clone(), problems);
     }
+    for (key, problem) in canary::join(&mut served, canaries) {
+        model.problems.entry(key).or_default().push(problem);
+    }
     // Last: among equally specific matches IR order decides, and the
     // default backend is only for what no rule takes.
-    model
-        .routes
-        .extend(default_backend.map(|(route, _)| Arc::new(route)));
+    served.extend(default_backend.map(|(route, _)| route));
+    let https_port = options.ingress.https_port;
+    for s in served {
+        let route = Arc::new(s.route);
+        model.plain_routes.push(match s.redirect {
+            true => Arc::new(annotate::redirected(&route, https_port)),
+            false => route.clone(),
+        });
+        model.routes.push(route);
+    }
     // A default backend that is not served sends nowhere.
     let used: std::collections::BTreeSet<&str> = model
         .routes
@@ -139,6 +196,33 @@ pub fn build(snapshot: &Snapshot, options: &Options) -> IngressModel {
         .filter(|c| used.contains(c.name.as_str()))
         .collect();
     model
+}
+
+/// What a canary Ingress's own annotations may set: how its backends are
+/// spoken to and how its paths match. The rest comes from the main rule
+/// it joins; anything else it sets is reported.
+fn canary_only(
+    parsed: &annotations::Annotations,
+    problems: &mut Vec<IngressProblem>,
+) -> annotations::Annotations {
+    let kept = annotations::Annotations {
+        load_balancer: parsed.load_balancer.clone(),
+        backend_protocol: parsed.backend_protocol,
+        connect_timeout_ms: parsed.connect_timeout_ms,
+        use_regex: parsed.use_regex,
+        ..annotations::Annotations::default()
+    };
+    let rest = annotations::Annotations {
+        canary: None,
+        ..parsed.clone()
+    };
+    if rest != kept {
+        problems.push(IngressProblem::AnnotationEffect {
+            annotation: format!("{}canary", annotations::COXSWAIN_PREFIX),
+            why: "a canary Ingress takes the main rule's filters, rewrites, redirects and timeouts; its own (other than load-balancer, backend-protocol, proxy-connect-timeout, use-regex) have no effect".into(),
+        });
+    }
+    kept
 }
 
 /// Reports every Ingress listener of one socket that a Gateway listener

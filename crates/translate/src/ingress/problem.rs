@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use super::annotations::AnnotationProblem;
+
 /// One thing about an Ingress that is not served as written. `at` names
 /// the place in the spec (`rules[0].http.paths[1]`, `defaultBackend`,
 /// `tls[0]`).
@@ -42,9 +44,14 @@ pub enum IngressProblem {
         hostname: String,
         gateway: String,
     },
-    /// An annotation Coxswain does not implement (yet): nothing it asks
-    /// for happens.
-    UnsupportedAnnotation { name: String },
+    /// An annotation that is not enforced as written (unsupported,
+    /// invalid, refused, or overridden by the other prefix's spelling).
+    Annotation(AnnotationProblem),
+    /// What an annotation asks for is not (fully) done, and why.
+    AnnotationEffect { annotation: String, why: String },
+    /// Security annotations that cannot be enforced: every rule of the
+    /// Ingress answers 500 rather than serve unprotected.
+    NotServedUnprotected { annotations: Vec<String> },
     /// Our IngressClass names `spec.parameters`, which Coxswain does not read.
     ClassParameters { class: String },
 }
@@ -85,9 +92,15 @@ impl fmt::Display for IngressProblem {
                 f,
                 "port {port} hostname {hostname}: the Gateway listener {gateway} on the same socket takes these requests"
             ),
-            IngressProblem::UnsupportedAnnotation { name } => {
-                write!(f, "annotation {name} is not supported and has no effect")
+            IngressProblem::Annotation(problem) => problem.fmt(f),
+            IngressProblem::AnnotationEffect { annotation, why } => {
+                write!(f, "annotation {annotation}: {why}")
             }
+            IngressProblem::NotServedUnprotected { annotations } => write!(
+                f,
+                "{} cannot be enforced: every rule of this Ingress answers 500 rather than serve unprotected",
+                annotations.join(", ")
+            ),
             IngressProblem::ClassParameters { class } => write!(
                 f,
                 "IngressClass {class}: spec.parameters is not supported and has no effect"

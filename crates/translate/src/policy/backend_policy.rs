@@ -241,7 +241,7 @@ fn timeouts(t: Option<&BackendTimeouts>, ignored: &mut Vec<String>) -> (Option<u
 }
 
 /// The balancer an `algorithm` value names.
-fn balancer(algorithm: &str) -> Option<Balancer> {
+pub(crate) fn balancer(algorithm: &str) -> Option<Balancer> {
     Some(match algorithm {
         "round_robin" => Balancer::RoundRobin,
         "least_conn" => Balancer::LeastConn,

@@ -26,6 +26,19 @@ pub struct ClusterSpec {
     /// must say how to verify it; without one requests fail rather than go
     /// out in plain text.
     pub requires_tls: bool,
+    /// Set on an Ingress's own copy of a cluster whose annotations
+    /// choose how its endpoints are spoken to; `None` on shared clusters.
+    pub annotated: Option<AnnotatedCluster>,
+}
+
+/// Connection settings from an Ingress's annotations. They override the
+/// Service's CoxswainBackendPolicy for that Ingress's copy only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnnotatedCluster {
+    /// `namespace/name` of the Ingress (for logs).
+    pub by: String,
+    pub balancer: Option<coxswain_ir::Balancer>,
+    pub connect_timeout_ms: Option<u64>,
 }
 
 /// Borrowed indexes over the snapshot, built once per translation so lookups
@@ -192,5 +205,6 @@ pub(crate) fn cluster_spec(
         target_port,
         protocol,
         requires_tls,
+        annotated: None,
     })
 }

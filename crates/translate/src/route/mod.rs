@@ -6,7 +6,7 @@ mod attach;
 pub(crate) mod backends;
 mod grpc;
 mod hostnames;
-mod http;
+pub(crate) mod http;
 mod kind_conflicts;
 mod l4;
 mod object;

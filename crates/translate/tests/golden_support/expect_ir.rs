@@ -70,7 +70,13 @@ pub fn check(tokens: &[&str], text: &str, ir: &Config) -> Result<(), String> {
             let route = gateway_listeners(ir)
                 .filter(|l| on.is_none_or(|on| listener_id(l) == on))
                 .flat_map(http_routes)
-                .find(|r| route_id(r) == value);
+                .find(|r| match value.split_once('@') {
+                    // `ns/route#rule@name`: the rule of that name (`@`: unnamed).
+                    Some((id, name)) => {
+                        route_id(r) == id && r.id.rule_name.as_deref().unwrap_or_default() == name
+                    }
+                    None => route_id(r) == value,
+                });
             match (route, rest) {
                 (None, ["absent"]) => Ok(()),
                 (None, _) => Err(format!("no route {value} in the IR")),

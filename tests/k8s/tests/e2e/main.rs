@@ -13,6 +13,7 @@ mod scenarios_churn;
 mod scenarios_filters;
 mod scenarios_ingress;
 mod scenarios_leader;
+mod scenarios_migrate;
 mod scenarios_rbac;
 mod scenarios_routes;
 mod scenarios_status;
@@ -71,6 +72,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "ingress_served_with_load_balancer_status",
         scenarios_ingress::ingress_served_with_load_balancer_status,
+    ),
+    (
+        "migrate_from_cluster_reads_what_kubectl_applied",
+        scenarios_migrate::migrate_from_cluster,
     ),
     (
         "noop_reapply_keeps_status",

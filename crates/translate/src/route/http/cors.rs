@@ -34,20 +34,46 @@ pub fn compile_cors(c: &HttpRouteRulesFiltersCors) -> Result<Cors, String> {
         None => DEFAULT_MAX_AGE_S,
         Some(age) => u32::try_from(age).map_err(|_| format!("CORS maxAge {age} is negative"))?,
     };
-    Ok(Cors {
+    Ok(normalised(Cors {
         allow_origins,
         allow_methods,
-        allow_headers: allow_headers
-            .iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect(),
-        expose_headers: expose_headers
-            .iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect(),
+        allow_headers,
+        expose_headers,
         allow_credentials: c.allow_credentials.unwrap_or(false),
         max_age_s,
-    })
+    }))
+}
+
+/// Header names lower-case, as the IR wants them.
+fn normalised(mut cors: Cors) -> Cors {
+    for h in cors
+        .allow_headers
+        .iter_mut()
+        .chain(cors.expose_headers.iter_mut())
+    {
+        *h = h.to_ascii_lowercase();
+    }
+    cors
+}
+
+/// A policy built from elsewhere (Ingress annotations), checked by the
+/// same rules as the HTTPRoute filter.
+pub(crate) fn validate(cors: Cors) -> Result<Cors, String> {
+    if let Some(bad) = cors.allow_origins.iter().find(|o| !valid_origin(o)) {
+        return Err(format!(
+            "CORS origin {bad:?} is not * or scheme://host[:port] (http or https)"
+        ));
+    }
+    for (field, values) in [
+        ("methods", &cors.allow_methods),
+        ("headers", &cors.allow_headers),
+        ("expose headers", &cors.expose_headers),
+    ] {
+        if let Some(bad) = values.iter().find(|v| *v != "*" && !is_token(v)) {
+            return Err(format!("CORS {field} {bad:?} is not a token or *"));
+        }
+    }
+    Ok(normalised(cors))
 }
 
 /// `*`, or `http(s)://host[:port]` where host may start with `*`.

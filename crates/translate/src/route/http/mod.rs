@@ -1,6 +1,6 @@
 //! HTTPRoute rules: matches, filters, backends and timeouts.
 
-mod cors;
+pub(crate) mod cors;
 mod filters;
 mod matches;
 mod mirror;
