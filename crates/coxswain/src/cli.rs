@@ -67,7 +67,7 @@ impl Command {
     pub fn prints(&self) -> bool {
         matches!(
             self,
-            Command::Check(_) | Command::Explain(_) | Command::Crds
+            Command::Check(_) | Command::Explain(_) | Command::Crds | Command::Migrate(_)
         )
     }
 }
