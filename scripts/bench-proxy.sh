@@ -8,7 +8,9 @@
 #            (`coxswain-nolog`: Coxswain with its access log off; `coxswain`
 #            writes every request's record to a file, its default cost;
 #            `coxswain-traced`: log off, every request traced to Jaeger)
-#            [--out bench/results/latest.md]
+#            [--rounds 1] (each round measures every proxy again, in
+#            turn; the tables give medians, so drift on a shared machine
+#            hits all proxies alike) [--out bench/results/latest.md]
 #
 # Proxies are pinned to core 0; the origin and the load generators to core 1.
 # Everything started here is stopped on exit (trap), whatever happens.
@@ -21,8 +23,9 @@ WARMUP=2
 PROXIES="coxswain nginx haproxy envoy"
 COXSWAIN_BIN=""
 OUT="$ROOT/bench/results/latest.md"
+ROUNDS=1
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ "$#" -gt 0 ]; do
     case $1 in
@@ -31,12 +34,13 @@ while [ "$#" -gt 0 ]; do
     --proxies) PROXIES=$2; shift 2 ;;
     --coxswain-bin) COXSWAIN_BIN=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "unknown argument: $1" >&2; usage >&2; exit 2 ;;
     esac
 done
-case "$DURATION$CONNECTIONS" in
-*[!0-9]*) echo "--duration and --connections take whole numbers" >&2; exit 2 ;;
+case "$DURATION$CONNECTIONS$ROUNDS" in
+*[!0-9]*) echo "--duration, --connections and --rounds take whole numbers" >&2; exit 2 ;;
 esac
 
 WORKDIR=$(mktemp -d "${TMPDIR:-/tmp}/bench-proxy.XXXXXX")
@@ -84,8 +88,8 @@ measure() {
     parsed=$(parse_load "$protocol" "$raw" "$log") || { cat "$raw" >&2; return 1; }
     read -r requests rps p50 p99 errors <<<"$parsed"
     cpu_s=$(awk -v t=$((after - before)) -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$proxy" "$protocol" "$requests" "$rps" \
-        "$p50" "$p99" "$errors" "$cpu_s" >>"$RESULTS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$proxy" "$protocol" "$requests" "$rps" \
+        "$p50" "$p99" "$errors" "$cpu_s" "$ROUND" >>"$RESULTS"
     echo "  $proxy $protocol: $rps req/s, p50 $p50 ms, p99 $p99 ms, errors $errors," \
         "proxy CPU $cpu_s s" >&2
 }
@@ -98,21 +102,23 @@ for proxy in $PROXIES; do
     if [ "$proxy" != nginx ] && proxy_available "$proxy"; then ORDER+=" $proxy"; fi
 done
 
-for proxy in $ORDER; do
-    echo "== $proxy" >&2
-    PROXY_PID="" H1_URL="" H2C_URL=""
-    if ! "start_$proxy" || ! WATCH_PID=$PROXY_PID wait_http "$H1_URL" 60 ||
-        ! WATCH_PID=$PROXY_PID wait_http "$H2C_URL" 20 --http2-prior-knowledge; then
-        echo "$proxy did not become ready; its log:" >&2
-        tail -20 "$WORKDIR/proxy-$proxy.log" >&2 || true
-        NOTES+=("$proxy: did not become ready, not measured")
-        if [ -n "$PROXY_PID" ]; then stop_pid "$PROXY_PID"; fi
-        continue
-    fi
-    measure "$proxy" http1 "$H1_URL" || NOTES+=("$proxy http1: run failed")
-    measure "$proxy" h2c "$H2C_URL" || NOTES+=("$proxy h2c: run failed")
-    stop_pid "$PROXY_PID"
-    if declare -F "finish_$proxy" >/dev/null; then "finish_$proxy"; fi
+for ROUND in $(seq 1 "$ROUNDS"); do
+    for proxy in $ORDER; do
+        echo "== $proxy (round $ROUND/$ROUNDS)" >&2
+        PROXY_PID="" H1_URL="" H2C_URL=""
+        if ! "start_$proxy" || ! WATCH_PID=$PROXY_PID wait_http "$H1_URL" 60 ||
+            ! WATCH_PID=$PROXY_PID wait_http "$H2C_URL" 20 --http2-prior-knowledge; then
+            echo "$proxy did not become ready; its log:" >&2
+            tail -20 "$WORKDIR/proxy-$proxy.log" >&2 || true
+            NOTES+=("$proxy: did not become ready, not measured")
+            if [ -n "$PROXY_PID" ]; then stop_pid "$PROXY_PID"; fi
+            continue
+        fi
+        measure "$proxy" http1 "$H1_URL" || NOTES+=("$proxy http1: run failed")
+        measure "$proxy" h2c "$H2C_URL" || NOTES+=("$proxy h2c: run failed")
+        stop_pid "$PROXY_PID"
+        if declare -F "finish_$proxy" >/dev/null; then "finish_$proxy"; fi
+    done
 done
 
 write_report "$OUT"

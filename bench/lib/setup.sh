@@ -114,7 +114,7 @@ write_report() {
     {
         echo "# Proxy benchmark: latest results"
         echo
-        echo "\`scripts/bench-proxy.sh --duration $DURATION --connections $CONNECTIONS\`," \
+        echo "\`scripts/bench-proxy.sh --duration $DURATION --connections $CONNECTIONS --rounds ${ROUNDS:-1}\`," \
             "$(date -u +%Y-%m-%dT%H:%M:%SZ)."
         echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //');" \
             "load average before/after: ${LOADAVG_START:-?} / $(cut -d' ' -f1-3 /proc/loadavg)."
@@ -139,7 +139,8 @@ write_report() {
             echo
             echo "Notes:"
             echo
-            for note in "${NOTES[@]}"; do echo "- $note"; done
+            # Rounds repeat the same notes; each is said once.
+            printf '%s\n' "${NOTES[@]}" | awk '!seen[$0]++ { print "- " $0 }'
         fi
     } >"$out"
 }

@@ -29,45 +29,88 @@ enum Value<'a> {
     Bool(bool),
 }
 
+/// Formats records, remembering the last second's timestamp text: records
+/// come in bursts from the same second, and the calendar arithmetic is the
+/// dearest part of a line.
+#[derive(Debug, Default)]
+pub struct LineFormatter {
+    /// The whole second `stamp` is of, and `YYYY-MM-DDTHH:MM:SS` for it.
+    second: Option<u64>,
+    stamp: String,
+}
+
+impl LineFormatter {
+    /// Appends `record` as one line (with its newline) to `out`.
+    pub fn write(&mut self, format: AccessLogFormat, record: &Record, out: &mut String) {
+        let mut first = true;
+        if format == AccessLogFormat::Json {
+            out.push('{');
+        }
+        let mut scratch = String::new();
+        for field in AccessLogField::ALL {
+            if !record.fields.has(field) {
+                continue;
+            }
+            scratch.clear();
+            let value = match field {
+                AccessLogField::Time => {
+                    self.time(record.time, &mut scratch);
+                    Value::Str(&scratch)
+                }
+                _ => match value(record, field, &mut scratch) {
+                    Some(value) => value,
+                    None => continue,
+                },
+            };
+            if !first {
+                out.push(match format {
+                    AccessLogFormat::Json => ',',
+                    AccessLogFormat::Text => ' ',
+                });
+            }
+            first = false;
+            // Field names are lowercase ASCII words: nothing to escape.
+            match format {
+                AccessLogFormat::Json => {
+                    out.push('"');
+                    out.push_str(field.name());
+                    out.push_str("\":");
+                    json_value(&value, out);
+                }
+                AccessLogFormat::Text => {
+                    out.push_str(field.name());
+                    out.push('=');
+                    text_value(&value, out);
+                }
+            }
+        }
+        if format == AccessLogFormat::Json {
+            out.push('}');
+        }
+        out.push('\n');
+    }
+
+    /// `time` as [`rfc3339_millis`] does, from the cached second when it is
+    /// the same one.
+    fn time(&mut self, time: SystemTime, out: &mut String) {
+        let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let secs = since.as_secs();
+        if self.second != Some(secs) {
+            self.stamp.clear();
+            rfc3339_seconds(secs, &mut self.stamp);
+            self.second = Some(secs);
+        }
+        out.push_str(&self.stamp);
+        out.push('.');
+        push_padded(u64::from(since.subsec_millis()), 3, out);
+        out.push('Z');
+    }
+}
+
 /// Appends `record` as one line (with its newline) to `out`.
+#[cfg(test)]
 pub fn write(format: AccessLogFormat, record: &Record, out: &mut String) {
-    let mut first = true;
-    if format == AccessLogFormat::Json {
-        out.push('{');
-    }
-    let mut scratch = String::new();
-    for field in AccessLogField::ALL {
-        if !record.fields.has(field) {
-            continue;
-        }
-        scratch.clear();
-        let Some(value) = value(record, field, &mut scratch) else {
-            continue;
-        };
-        if !first {
-            out.push(match format {
-                AccessLogFormat::Json => ',',
-                AccessLogFormat::Text => ' ',
-            });
-        }
-        first = false;
-        match format {
-            AccessLogFormat::Json => {
-                json_string(field.name(), out);
-                out.push(':');
-                json_value(&value, out);
-            }
-            AccessLogFormat::Text => {
-                out.push_str(field.name());
-                out.push('=');
-                text_value(&value, out);
-            }
-        }
-    }
-    if format == AccessLogFormat::Json {
-        out.push('}');
-    }
-    out.push('\n');
+    LineFormatter::default().write(format, record, out);
 }
 
 /// `field`'s value in `record`; text that has to be built goes in `scratch`.
@@ -132,9 +175,7 @@ fn protocol_name(version: http::Version) -> &'static str {
 fn json_value(value: &Value<'_>, out: &mut String) {
     match value {
         Value::Str(s) => json_string(s, out),
-        Value::Num(n) => {
-            let _ = write!(out, "{n}");
-        }
+        Value::Num(n) => push_decimal(*n, out),
         Value::Millis(d) => millis(*d, out),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
     }
@@ -154,42 +195,98 @@ fn needs_quotes(c: char) -> bool {
 
 /// Milliseconds with microsecond precision (`12.345`).
 fn millis(d: Duration, out: &mut String) {
-    let micros = d.as_micros();
-    let _ = write!(out, "{}.{:03}", micros / 1000, micros % 1000);
+    let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    push_decimal(micros / 1000, out);
+    out.push('.');
+    push_padded(micros % 1000, 3, out);
 }
 
+/// `n` in decimal, without `fmt`'s machinery: most significant digit
+/// first, by powers of ten.
+fn push_decimal(n: u64, out: &mut String) {
+    let mut power = 1u64;
+    while n / power >= 10 {
+        power *= 10;
+    }
+    loop {
+        let digit = u32::try_from(n / power % 10).unwrap_or_default();
+        out.push(char::from_digit(digit, 10).unwrap_or('0'));
+        if power == 1 {
+            break;
+        }
+        power /= 10;
+    }
+}
+
+/// `n` in decimal, zero-padded to `width` digits.
+fn push_padded(n: u64, width: usize, out: &mut String) {
+    let len = decimal_len(n);
+    for _ in len..width {
+        out.push('0');
+    }
+    push_decimal(n, out);
+}
+
+fn decimal_len(mut n: u64) -> usize {
+    let mut len = 1;
+    while n >= 10 {
+        n /= 10;
+        len += 1;
+    }
+    len
+}
+
+/// `s` as a JSON string. Runs of characters that need no escape are
+/// copied whole: paths and names almost never hold one that does.
 fn json_string(s: &str, out: &mut String) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
+    let mut plain = 0;
+    for (at, c) in s.char_indices() {
+        let escaped = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            c if c.is_control() => "",
+            _ => continue,
+        };
+        out.push_str(s.get(plain..at).unwrap_or_default());
+        if escaped.is_empty() {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push_str(escaped);
         }
+        plain = at + c.len_utf8();
     }
+    out.push_str(s.get(plain..).unwrap_or_default());
     out.push('"');
 }
 
 /// `time` as RFC 3339 in UTC with milliseconds: `2026-12-02T17:41:55.123Z`.
 pub fn rfc3339_millis(time: SystemTime, out: &mut String) {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
+    rfc3339_seconds(since.as_secs(), out);
+    out.push('.');
+    push_padded(u64::from(since.subsec_millis()), 3, out);
+    out.push('Z');
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` (UTC) of `secs` since the Unix epoch.
+fn rfc3339_seconds(secs: u64, out: &mut String) {
     let (days, rest) = (secs / 86_400, secs % 86_400);
     let (year, month, day) = civil_from_days(days);
-    let _ = write!(
-        out,
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        since.subsec_millis()
-    );
+    for (n, width, then) in [
+        (year, 4, '-'),
+        (month, 2, '-'),
+        (day, 2, 'T'),
+        (rest / 3600, 2, ':'),
+        (rest % 3600 / 60, 2, ':'),
+    ] {
+        push_padded(n, width, out);
+        out.push(then);
+    }
+    push_padded(rest % 60, 2, out);
 }
 
 /// The proleptic Gregorian date `days` after 1970-01-01, counted in
@@ -236,6 +333,56 @@ mod tests {
         assert_eq!(at(951_782_400, 7), "2000-02-29T00:00:00.007Z");
         assert_eq!(at(1_796_233_315, 123), "2026-12-02T17:41:55.123Z");
         assert_eq!(at(4_107_542_399, 999), "2100-02-28T23:59:59.999Z");
+    }
+
+    #[test]
+    fn numbers_and_strings_format_like_fmt_and_serde_would() {
+        for n in [0, 7, 10, 99, 1000, 123_456_789, u64::MAX] {
+            let mut out = String::new();
+            push_decimal(n, &mut out);
+            assert_eq!(out, n.to_string());
+        }
+        let mut out = String::new();
+        millis(Duration::from_micros(1_000_007), &mut out);
+        assert_eq!(out, "1000.007");
+        for s in ["", "/plain", "a\"b\\c", "\n\t\r", "é\u{1}ü", "\""] {
+            let mut out = String::new();
+            json_string(s, &mut out);
+            assert_eq!(out, serde_json::to_string(s).unwrap(), "{s:?}");
+        }
+        // DEL is a control character: escaped, where serde would not.
+        let mut out = String::new();
+        json_string("tail\u{7f}", &mut out);
+        assert_eq!(out, "\"tail\\u007f\"");
+        assert_eq!(serde_json::from_str::<String>(&out).unwrap(), "tail\u{7f}");
+    }
+
+    #[test]
+    fn the_cached_second_changes_with_the_time() {
+        let mut formatter = LineFormatter::default();
+        let mut r = record();
+        r.fields = FieldSet::of(&[AccessLogField::Time]);
+        let mut lines = Vec::new();
+        for ms in [
+            1_796_233_315_123,
+            1_796_233_315_999,
+            1_796_233_316_000,
+            1_796_233_315_001,
+        ] {
+            r.time = UNIX_EPOCH + Duration::from_millis(ms);
+            let mut out = String::new();
+            formatter.write(AccessLogFormat::Json, &r, &mut out);
+            lines.push(out);
+        }
+        assert_eq!(
+            lines,
+            [
+                "{\"time\":\"2026-12-02T17:41:55.123Z\"}\n",
+                "{\"time\":\"2026-12-02T17:41:55.999Z\"}\n",
+                "{\"time\":\"2026-12-02T17:41:56.000Z\"}\n",
+                "{\"time\":\"2026-12-02T17:41:55.001Z\"}\n",
+            ]
+        );
     }
 
     fn record() -> Record {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 
-use super::format::{AccessLogFormat, write};
+use super::format::{AccessLogFormat, LineFormatter};
 use super::record::Record;
 
 /// Records waiting for the writer; past this many new ones are dropped.
@@ -120,13 +120,14 @@ fn run(
 ) {
     let mut out = BufWriter::with_capacity(BUFFER, out);
     let mut line = String::with_capacity(1024);
+    let mut formatter = LineFormatter::default();
     while let Ok(first) = receiver.recv() {
         let mut pending = 0u64;
         let mut next = Some(first);
         loop {
             while let Some(record) = next {
                 line.clear();
-                write(format, &record, &mut line);
+                formatter.write(format, &record, &mut line);
                 pending += 1;
                 if out.write_all(line.as_bytes()).is_err() {
                     counters.write_failed.fetch_add(pending, Ordering::Relaxed);
