@@ -29,38 +29,30 @@ enum Value<'a> {
     Bool(bool),
 }
 
-/// Formats records, remembering the last second's timestamp text: records
-/// come in bursts from the same second, and the calendar arithmetic is the
-/// dearest part of a line.
+/// Formats records. Its buffers outlive a line, so a line allocates
+/// nothing once they have grown.
 #[derive(Debug, Default)]
 pub struct LineFormatter {
-    /// The whole second `stamp` is of, and `YYYY-MM-DDTHH:MM:SS` for it.
-    second: Option<u64>,
-    stamp: String,
+    stamp: SecondStamp,
+    /// Text a field's value is built in.
+    scratch: String,
 }
 
 impl LineFormatter {
     /// Appends `record` as one line (with its newline) to `out`.
     pub fn write(&mut self, format: AccessLogFormat, record: &Record, out: &mut String) {
+        let LineFormatter { stamp, scratch } = self;
         let mut first = true;
         if format == AccessLogFormat::Json {
             out.push('{');
         }
-        let mut scratch = String::new();
         for field in AccessLogField::ALL {
             if !record.fields.has(field) {
                 continue;
             }
             scratch.clear();
-            let value = match field {
-                AccessLogField::Time => {
-                    self.time(record.time, &mut scratch);
-                    Value::Str(&scratch)
-                }
-                _ => match value(record, field, &mut scratch) {
-                    Some(value) => value,
-                    None => continue,
-                },
+            let Some(value) = value(record, field, stamp, scratch) else {
+                continue;
             };
             if !first {
                 out.push(match format {
@@ -89,18 +81,28 @@ impl LineFormatter {
         }
         out.push('\n');
     }
+}
 
-    /// `time` as [`rfc3339_millis`] does, from the cached second when it is
-    /// the same one.
-    fn time(&mut self, time: SystemTime, out: &mut String) {
+/// RFC 3339 times in UTC with milliseconds (`2026-12-02T17:41:55.123Z`),
+/// remembering the last second's text: records come in bursts from the
+/// same second, and the calendar arithmetic is the dearest part of a line.
+#[derive(Debug, Default)]
+struct SecondStamp {
+    /// The whole second `text` is of, and `YYYY-MM-DDTHH:MM:SS` for it.
+    second: Option<u64>,
+    text: String,
+}
+
+impl SecondStamp {
+    fn write(&mut self, time: SystemTime, out: &mut String) {
         let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
         let secs = since.as_secs();
         if self.second != Some(secs) {
-            self.stamp.clear();
-            rfc3339_seconds(secs, &mut self.stamp);
+            self.text.clear();
+            rfc3339_seconds(secs, &mut self.text);
             self.second = Some(secs);
         }
-        out.push_str(&self.stamp);
+        out.push_str(&self.text);
         out.push('.');
         push_padded(u64::from(since.subsec_millis()), 3, out);
         out.push('Z');
@@ -117,13 +119,14 @@ pub fn write(format: AccessLogFormat, record: &Record, out: &mut String) {
 fn value<'a>(
     record: &'a Record,
     field: AccessLogField,
+    stamp: &mut SecondStamp,
     scratch: &'a mut String,
 ) -> Option<Value<'a>> {
     use AccessLogField as F;
     let route = record.route.as_deref();
     Some(match field {
         F::Time => {
-            rfc3339_millis(record.time, scratch);
+            stamp.write(record.time, scratch);
             Value::Str(scratch)
         }
         F::Kind => Value::Str(record.kind.name()),
@@ -263,15 +266,6 @@ fn json_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// `time` as RFC 3339 in UTC with milliseconds: `2026-12-02T17:41:55.123Z`.
-pub fn rfc3339_millis(time: SystemTime, out: &mut String) {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    rfc3339_seconds(since.as_secs(), out);
-    out.push('.');
-    push_padded(u64::from(since.subsec_millis()), 3, out);
-    out.push('Z');
-}
-
 /// `YYYY-MM-DDTHH:MM:SS` (UTC) of `secs` since the Unix epoch.
 fn rfc3339_seconds(secs: u64, out: &mut String) {
     let (days, rest) = (secs / 86_400, secs % 86_400);
@@ -320,7 +314,7 @@ mod tests {
 
     fn at(secs: u64, millis: u64) -> String {
         let mut out = String::new();
-        rfc3339_millis(
+        SecondStamp::default().write(
             UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis),
             &mut out,
         );
