@@ -146,29 +146,28 @@ impl Sampler {
 
 fn compare(base: &Snapshot, now: &Snapshot) -> Rates {
     let window = now.at.saturating_duration_since(base.at).as_secs_f64();
-    let empty = Counts::default();
-    let routes = now
-        .routes
-        .iter()
-        .map(|(label, counts)| {
-            let before = base.routes.get(label).unwrap_or(&empty);
-            (label.clone(), route_rates(before, counts, window))
-        })
-        .collect();
-    let empty = L4Counts::default();
-    let l4 = now
-        .l4
-        .iter()
-        .map(|(label, counts)| {
-            let before = base.l4.get(label).unwrap_or(&empty);
-            (label.clone(), l4_rates(before, counts, window))
-        })
-        .collect();
     Rates {
         window_seconds: window,
-        routes,
-        l4,
+        routes: per_label(&base.routes, &now.routes, window, route_rates),
+        l4: per_label(&base.l4, &now.l4, window, l4_rates),
     }
+}
+
+/// `rates` of every label in `now` against `base` (a label new since
+/// `base` counts from zero).
+fn per_label<C: Default, R>(
+    base: &BTreeMap<String, C>,
+    now: &BTreeMap<String, C>,
+    window: f64,
+    rates: fn(&C, &C, f64) -> R,
+) -> BTreeMap<String, R> {
+    let empty = C::default();
+    now.iter()
+        .map(|(label, counts)| {
+            let before = base.get(label).unwrap_or(&empty);
+            (label.clone(), rates(before, counts, window))
+        })
+        .collect()
 }
 
 fn route_rates(before: &Counts, now: &Counts, window: f64) -> RouteRates {
