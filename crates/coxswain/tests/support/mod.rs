@@ -222,6 +222,15 @@ impl Gateway {
         condition(&self.status_of(kind, name)?["conditions"], "Accepted")
     }
 
+    /// Waits until [`Gateway::accepted`] is `want`. The proxy serves a
+    /// new config before `/status` has it (status needs the bind results),
+    /// so a test that saw behaviour change waits for the status too.
+    pub fn wait_accepted(&self, kind: &str, name: &str, want: &str) {
+        wait_for(&format!("{kind} {name} to be Accepted {want}"), || {
+            self.accepted(kind, name).as_deref() == Some(want)
+        });
+    }
+
     /// The same for its first `status.ancestors` entry (a policy's).
     pub fn ancestor_accepted(&self, kind: &str, name: &str) -> Option<String> {
         condition(
