@@ -290,6 +290,11 @@ kinds! {
         field: request_size_limits, kind: "RequestSizeLimit", group: "gateway.coxswain-labs.dev",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: true,
     }
+    // A Gateway's (or its class's) parametersRef: its own proxy pool.
+    CoxswainGatewayParameters: crate::CoxswainGatewayParameters {
+        field: gateway_parameters, kind: "CoxswainGatewayParameters", group: "gateway.coxswain-labs.dev",
+        versions: ["v1alpha1"], cluster_scoped: false, route_input: false,
+    }
     XBackendTrafficPolicy: crate::XBackendTrafficPolicy {
         field: backend_traffic_policies, kind: "XBackendTrafficPolicy", group: "gateway.networking.x-k8s.io",
         versions: ["v1alpha1"], cluster_scoped: false, route_input: false,
@@ -324,6 +329,13 @@ kinds! {
     }
     ConfigMap: crate::ConfigMap {
         field: config_maps, kind: "ConfigMap", group: "",
+        versions: ["v1"], cluster_scoped: false, route_input: false,
+    }
+    // The proxy pools' Deployments (their readiness makes a dedicated
+    // Gateway Programmed). The Kubernetes provider watches only those it
+    // labels as its own.
+    Deployment: crate::Deployment {
+        field: deployments, kind: "Deployment", group: "apps",
         versions: ["v1"], cluster_scoped: false, route_input: false,
     }
 }
@@ -429,7 +441,8 @@ mod tests {
                 Some(Kind::EndpointSlice),
             ),
             ("networking.istio.io/v1", "Gateway", None),
-            ("apps/v1", "Deployment", None),
+            ("apps/v1", "Deployment", Some(Kind::Deployment)),
+            ("apps/v1", "StatefulSet", None),
             ("v1", "HTTPRoute", None),
         ];
         for (api_version, kind, want) in cases {

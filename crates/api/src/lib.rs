@@ -36,7 +36,8 @@ pub use gateway_api::apis::experimental as gw;
 pub use coxswain_crds as crds;
 pub use coxswain_crds::{
     BasicAuth, ClientTrafficPolicy, Compression, CoxswainBackendPolicy, CoxswainExternalAuth,
-    IpAccessControl, JwtAuth, PathRewriteRegex, RateLimit, RequestSizeLimit,
+    CoxswainGatewayParameters, IpAccessControl, JwtAuth, PathRewriteRegex, RateLimit,
+    RequestSizeLimit,
 };
 /// BackendTLSPolicy is v1 (standard channel); the experimental module has none.
 pub use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
@@ -50,6 +51,7 @@ pub use gw::tcproutes::TcpRoute;
 pub use gw::tlsroutes::TlsRoute;
 pub use gw::udproutes::UdpRoute;
 pub use gw::xbackendtrafficpolicies::XBackendTrafficPolicy;
+pub use k8s_openapi::api::apps::v1::Deployment;
 pub use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 pub use k8s_openapi::api::discovery::v1::EndpointSlice;
 pub use k8s_openapi::api::networking::v1::{Ingress, IngressClass};

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use coxswain_ir::UnboundSocket;
 use coxswain_provider_k8s::{
-    AddressMode, AddressPool, Client, ControllerConfig, Dataplane, LeaseConfig, Metrics, Timing,
+    AddressMode, AddressPool, Client, ControllerConfig, Dataplane, LeaseConfig, Metrics,
+    PoolSettings, Timing,
 };
 use coxswain_proxy::Proxy;
 use coxswain_translate::{Output, mark_unbound};
@@ -46,10 +47,45 @@ pub struct ControllerArgs {
     /// Name of the leader-election Lease.
     #[arg(long, default_value = "coxswain-controller", value_name = "NAME")]
     pub leader_lease_name: String,
+    /// Where dedicated proxy pools dial the config stream, HOST:PORT.
+    /// Setting it enables pools: a Gateway whose parametersRef (or whose
+    /// class's) names a CoxswainGatewayParameters gets its own Deployment.
+    /// The stream that feeds them is not built yet, so such a Gateway
+    /// stays Programmed=False (docs/dedicated-pools.md).
+    #[arg(long, value_name = "HOST:PORT", requires = "proxy_image")]
+    pub config_stream_advertise: Option<String>,
+    /// Name the pools' proxies expect on the stream's certificate
+    /// (default: the HOST of --config-stream-advertise).
+    #[arg(long, value_name = "NAME", requires = "config_stream_advertise")]
+    pub config_stream_server_name: Option<String>,
+    /// Image of the pools' proxies when their parameters name none.
+    #[arg(long, value_name = "IMAGE", requires = "config_stream_advertise")]
+    pub proxy_image: Option<String>,
     #[command(flatten)]
     pub proxy: crate::proxy_args::ProxyArgs,
     #[command(flatten)]
     pub ingress: crate::ingress_args::IngressArgs,
+}
+
+/// Dedicated pools' settings, when --config-stream-advertise is given.
+fn pool_settings(args: &ControllerArgs) -> anyhow::Result<Option<PoolSettings>> {
+    let (Some(endpoint), Some(image)) = (&args.config_stream_advertise, &args.proxy_image) else {
+        return Ok(None);
+    };
+    let host = match endpoint.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+            host.trim_start_matches('[').trim_end_matches(']')
+        }
+        _ => anyhow::bail!("--config-stream-advertise {endpoint:?} is not HOST:PORT"),
+    };
+    Ok(Some(PoolSettings {
+        image: image.clone(),
+        stream_endpoint: endpoint.clone(),
+        stream_server_name: args
+            .config_stream_server_name
+            .clone()
+            .unwrap_or_else(|| host.to_string()),
+    }))
 }
 
 fn parse_selector(text: &str) -> Result<(String, String), String> {
@@ -137,8 +173,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             identity: coxswain_provider_k8s::default_identity(),
         },
         ingress: args.ingress.options(),
+        pools: pool_settings(&args)?,
     };
-    tracing::info!(lease = ?config.lease, addresses = ?config.addresses, "controller starting");
+    tracing::info!(lease = ?config.lease, addresses = ?config.addresses, pools = ?config.pools, "controller starting");
     let dataplane = ProxyDataplane {
         proxy: proxy.clone(),
         state,

@@ -43,6 +43,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             default_address: args.bind_address,
             now: now(),
             ingress: args.ingress.options(),
+            dedicated_pools: false,
         },
         snapshot: Snapshot::default(),
         unbound: false,

@@ -45,7 +45,8 @@ pub use external_auth::{
 };
 pub use filter_status::FilterStatus;
 pub use gateway_parameters::{
-    CoxswainGatewayParameters, CoxswainGatewayParametersSpec, ServiceTypeOverride,
+    CoxswainGatewayParameters, CoxswainGatewayParametersSpec, ExternalTrafficPolicy,
+    PodDisruptionBudgetParameters, ServiceParameters, ServiceTypeOverride,
 };
 
 pub use ip_access::{ForwardedForTrust, IpAccessControl, IpAccessControlSpec};
@@ -67,9 +68,9 @@ pub const GROUP: &str = "gateway.coxswain-labs.dev";
 
 /// Every CustomResourceDefinition Coxswain ships, in a stable order.
 ///
-/// Only kinds something reads: CoxswainGatewayParameters is answered (a
-/// Gateway naming it gets `InvalidParameters` until dedicated proxy pools
-/// exist); CoxswainBackendPolicy is applied to the Services it targets;
+/// Only kinds something reads: CoxswainGatewayParameters gives a Gateway
+/// its own proxy pool (`coxswain controller` provisions it);
+/// CoxswainBackendPolicy is applied to the Services it targets;
 /// ClientTrafficPolicy sets PROXY protocol on the listeners it targets;
 /// the filter kinds are enforced by the rules that reference them.
 pub fn all() -> Vec<CustomResourceDefinition> {

@@ -140,3 +140,67 @@ fn the_backend_policy_schema_keeps_every_field() {
         assert!(yaml.contains(field), "schema lacks {field}");
     }
 }
+
+#[test]
+fn gateway_parameters_round_trip_and_validate_in_the_schema() {
+    let params: coxswain_crds::CoxswainGatewayParametersSpec =
+        serde_json::from_value(serde_json::json!({
+            "replicas": 3,
+            "image": "registry.example/coxswain:1.2",
+            "logLevel": "info,coxswain_proxy=debug",
+            "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "256Mi"}},
+            "nodeSelector": {"pool": "edge"},
+            "tolerations": [{"key": "edge", "operator": "Exists", "effect": "NoSchedule"}],
+            "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}
+            ]}},
+            "serviceType": "LoadBalancer",
+            "service": {"externalTrafficPolicy": "Local", "annotations": {"lb/kind": "nlb"},
+                        "loadBalancerClass": "example.com/lb"},
+            "podDisruptionBudget": {"maxUnavailable": "50%"}
+        }))
+        .unwrap();
+    let service = params.service.as_ref().unwrap();
+    assert_eq!(
+        service.external_traffic_policy,
+        Some(coxswain_crds::ExternalTrafficPolicy::Local)
+    );
+    assert_eq!(params.tolerations.len(), 1);
+    let back = serde_json::to_value(&params).unwrap();
+    assert_eq!(back["podDisruptionBudget"]["maxUnavailable"], "50%");
+    assert_eq!(back["logLevel"], "info,coxswain_proxy=debug");
+
+    // What the API server checks itself: no negative replicas, exactly one
+    // PDB field, Service fields only with a Service type that takes them.
+    let crd = coxswain_crds::all()
+        .into_iter()
+        .find(|c| c.spec.names.kind == "CoxswainGatewayParameters")
+        .unwrap();
+    let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    let text = schema.to_string();
+    for rule in [
+        "has(self.minAvailable) != has(self.maxUnavailable)",
+        "self.serviceType == 'LoadBalancer'",
+        "self.serviceType != 'ClusterIP'",
+    ] {
+        assert!(text.contains(rule), "schema lacks the rule {rule}");
+    }
+    let spec = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    assert_eq!(spec["replicas"]["minimum"].as_f64(), Some(0.0));
+    for field in [
+        "image",
+        "logLevel",
+        "resources",
+        "nodeSelector",
+        "tolerations",
+        "affinity",
+        "service",
+        "podDisruptionBudget",
+    ] {
+        assert!(spec.get(field).is_some(), "schema lacks {field}");
+    }
+    assert_eq!(
+        spec["podDisruptionBudget"]["properties"]["minAvailable"]["x-kubernetes-int-or-string"],
+        true
+    );
+}

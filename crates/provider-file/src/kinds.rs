@@ -15,7 +15,9 @@ pub enum Recognised {
 
 /// Classifies a document by its type fields.
 pub fn recognise(api_version: &str, kind: &str) -> Recognised {
-    if let Some(known) = Kind::recognise(api_version, kind) {
+    // Deployments are in the kinds table for the Kubernetes provider (its
+    // proxy pools' readiness), not configuration: a file's are skipped.
+    if let Some(known) = Kind::recognise(api_version, kind).filter(|k| *k != Kind::Deployment) {
         return Recognised::Load(known);
     }
     if api_version == "v1" && kind == "List" {

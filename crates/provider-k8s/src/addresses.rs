@@ -30,13 +30,17 @@ pub enum AddressMode {
 /// Gateway.
 pub type AddressMemory = BTreeMap<ObjectKey, AssignedAddresses>;
 
-/// What each of our Gateways asks of the pool.
-pub fn pool_requests(
+/// What each of our Gateways asks of the pool. Dedicated Gateways (keys
+/// `namespace/name` in `dedicated`) ask nothing: their addresses are their
+/// own Service's.
+pub fn pool_requests<V>(
     snapshot: &Snapshot,
     classes: &BTreeSet<String>,
     remembered: &AddressMemory,
+    dedicated: &BTreeMap<String, V>,
 ) -> BTreeMap<ObjectKey, AddressRequest> {
     our_gateways(snapshot, classes)
+        .filter(|(key, _)| !dedicated.contains_key(&key.to_string()))
         .map(|(key, gw)| {
             let mut request = AddressRequest::default();
             let spec = gw.spec.addresses.as_deref().unwrap_or_default();
@@ -68,8 +72,16 @@ pub fn pool_requests(
 
 /// LoadBalancer mode: a Gateway's addresses are its Service's ingress;
 /// until the load balancer assigns one the Gateway is not Programmed.
-pub fn overlay_load_balancer_addresses(statuses: &mut Statuses, snapshot: &Snapshot) {
+/// Dedicated Gateways are left to `overlay_pool_status`.
+pub fn overlay_load_balancer_addresses<V>(
+    statuses: &mut Statuses,
+    snapshot: &Snapshot,
+    dedicated: &BTreeMap<String, V>,
+) {
     for (key, status) in statuses.gateways.iter_mut() {
+        if dedicated.contains_key(&key.to_string()) {
+            continue;
+        }
         let service_key = ObjectKey::new(key.namespace.clone(), resource_name(&key.name));
         let addresses = snapshot
             .services
@@ -143,7 +155,8 @@ mod tests {
     #[test]
     fn requests_from_spec_and_status() {
         let classes: BTreeSet<String> = ["c".to_string()].into();
-        let got = pool_requests(&snapshot(), &classes, &AddressMemory::new());
+        let none = BTreeMap::<String, ()>::new();
+        let got = pool_requests(&snapshot(), &classes, &AddressMemory::new(), &none);
         let a = &got[&ObjectKey::new("ns", "a")];
         assert!(a.wants_any);
         assert_eq!(a.current, vec!["10.0.0.4".parse::<IpAddr>().unwrap()]);
@@ -151,7 +164,15 @@ mod tests {
         assert!(!b.wants_any);
         assert_eq!(b.explicit, vec!["10.0.0.9".parse::<IpAddr>().unwrap()]);
         assert!(got[&ObjectKey::new("ns", "c")].wants_any);
-        assert!(pool_requests(&snapshot(), &BTreeSet::new(), &AddressMemory::new()).is_empty());
+        assert!(
+            pool_requests(&snapshot(), &BTreeSet::new(), &AddressMemory::new(), &none).is_empty()
+        );
+        let dedicated: BTreeMap<String, ()> = [("ns/a".to_string(), ())].into();
+        let got = pool_requests(&snapshot(), &classes, &AddressMemory::new(), &dedicated);
+        assert!(
+            !got.contains_key(&ObjectKey::new("ns", "a")),
+            "a dedicated Gateway asks nothing"
+        );
     }
 
     #[test]
@@ -173,7 +194,7 @@ mod tests {
                 serde_json::from_value(programmed.clone()).unwrap(),
             );
         }
-        overlay_load_balancer_addresses(&mut statuses, &s);
+        overlay_load_balancer_addresses(&mut statuses, &s, &BTreeMap::<String, ()>::new());
         let a = &statuses.gateways[&ObjectKey::new("ns", "a")];
         assert_eq!(a.addresses.as_ref().unwrap()[0].value, "203.0.113.1");
         assert_eq!(a.conditions.as_ref().unwrap()[0].status, "True");

@@ -1,16 +1,19 @@
 //! The controller loop: watch -> coalesce -> translate -> dataplane, and
 //! hand the statuses to the writer (which acts only while we lead).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use coxswain_api::ObjectKey;
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
 use coxswain_ir::UnboundSocket;
-use coxswain_translate::{IngressOptions, Options, Output, Translator, mark_unbound};
+use coxswain_translate::{
+    IngressOptions, Options, Output, Translator, dedicated_gateways, mark_unbound,
+};
 use kube::Client;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -21,10 +24,13 @@ use crate::addresses::{
     AddressMemory, AddressMode, overlay_load_balancer_addresses, pool_requests,
 };
 use crate::coalesce::{CAP, QUIET, gather};
-use crate::gateway_service::{desired_service, desired_service_account, served_ports};
 use crate::leader::{self, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::ours::{for_translation, our_classes, our_gateways};
+use crate::pool::PoolSettings;
+use crate::pool_plan;
+use crate::pool_service::pool_bind;
+use crate::pool_status::{StreamFeedback, overlay_pool_status};
 use crate::status::{StatusJob, WriterConfig, writer};
 use crate::store::Store;
 
@@ -39,6 +45,9 @@ pub struct ControllerConfig {
     pub lease: LeaseConfig,
     /// Where our Ingresses are served.
     pub ingress: IngressOptions,
+    /// Dedicated proxy pools: provisioned only when set (without it a
+    /// parametersRef naming CoxswainGatewayParameters is InvalidParameters).
+    pub pools: Option<PoolSettings>,
 }
 
 /// Where translated config goes (the in-process proxy, in the binary).
@@ -98,6 +107,7 @@ pub async fn run<D: Dataplane>(
     let mut addresses = AddressMemory::new();
     let mut announced_ready = false;
     let mut ingress_problems = crate::ingress_problems::IngressProblemLog::default();
+    let mut reserved_labels = crate::labels::ReservedLabelLog::default();
     while let Some(change) = changes.recv().await {
         let first = Instant::now();
         store.apply(change);
@@ -116,8 +126,11 @@ pub async fn run<D: Dataplane>(
         }
         let translate_start = Instant::now();
         let now = Timestamp::now();
-        let (output, mut job) =
+        let (mut output, mut job, reserved) =
             translate_store(&mut translator, &mut addresses, &store, &config, now);
+        reserved_labels.update(reserved);
+        // The shared proxies never serve a dedicated Gateway.
+        drop_gateways(&mut output.ir, &output.dedicated);
         let ir_changed = served.as_ref() != Some(&output.ir);
         let timing = Timing {
             first_change: first,
@@ -136,50 +149,82 @@ pub async fn run<D: Dataplane>(
     tracing::error!("every watcher stopped; serving the last config");
 }
 
-/// One translation of the store's current state, plus the writer's job.
+/// One translation of the store's current state, plus the writer's job
+/// and the reserved label keys each Gateway asked for (dropped).
 pub fn translate_store(
     translator: &mut Translator,
     addresses: &mut AddressMemory,
     store: &Store,
     config: &ControllerConfig,
     now: Timestamp,
-) -> (Output, StatusJob) {
+) -> (Output, StatusJob, BTreeMap<ObjectKey, BTreeSet<String>>) {
     let filter = config.gateway_class_name.as_deref();
     let view = for_translation(store.snapshot(), filter);
     let classes = our_classes(&view, &config.controller_name, filter);
-    let assigned = match &config.addresses {
-        AddressMode::Pool(pool) => {
-            let assigned = allocate(pool, &pool_requests(&view, &classes, addresses));
-            addresses.clone_from(&assigned);
-            assigned
-        }
-        AddressMode::LoadBalancer { .. } => BTreeMap::new(),
-    };
     let options = Options {
         controller_name: config.controller_name.clone(),
         default_address: config.default_address,
         now: Time(now),
         ingress: config.ingress.clone(),
+        dedicated_pools: config.pools.is_some(),
     };
-    let mut output = translator.translate_with_addresses(&view, &options, &assigned);
-    let mut job = StatusJob::default();
-    if let AddressMode::LoadBalancer { .. } = &config.addresses {
-        overlay_load_balancer_addresses(&mut output.statuses, &view);
-    }
+    // Dedicated Gateways take no address from the pool: their listeners
+    // bind the wildcard inside their pool's pods, their addresses are
+    // their Service's.
+    let dedicated = dedicated_gateways(&view, &options);
+    let mut assigned = match &config.addresses {
+        AddressMode::Pool(pool) => {
+            let requests = pool_requests(&view, &classes, addresses, &dedicated);
+            let assigned = allocate(pool, &requests);
+            addresses.clone_from(&assigned);
+            assigned
+        }
+        AddressMode::LoadBalancer { .. } => BTreeMap::new(),
+    };
     for (key, gw) in our_gateways(&view, &classes) {
-        // Every Gateway gets an identity ServiceAccount carrying its
-        // spec.infrastructure labels and annotations (GEP-1867); the
-        // LoadBalancer mode also gets the Service that gives it an address.
-        job.service_accounts.extend(desired_service_account(gw));
-        if let AddressMode::LoadBalancer { proxy_selector } = &config.addresses {
-            let served = served_ports(&output.ir, key);
-            job.services
-                .extend(desired_service(gw, proxy_selector, &served));
+        if let Some(parameters) = dedicated.get(&key.to_string()) {
+            let bind = pool_bind(gw, &parameters.spec, config.default_address);
+            assigned.insert(key.clone(), bind);
         }
     }
-    job.statuses = output.statuses.clone();
-    job.snapshot = Arc::new(view);
-    (output, job)
+    let mut output = translator.translate_with_addresses(&view, &options, &assigned);
+    if let AddressMode::LoadBalancer { .. } = &config.addresses {
+        overlay_load_balancer_addresses(&mut output.statuses, &view, &output.dedicated);
+    }
+    // The lead feeds the config stream's acknowledgements here.
+    let feedback: BTreeMap<String, StreamFeedback> = BTreeMap::new();
+    overlay_pool_status(&mut output.statuses, &view, &output.dedicated, &feedback);
+    let plan = pool_plan::plan(
+        &view,
+        our_gateways(&view, &classes),
+        &output,
+        &config.addresses,
+        config.pools.as_ref(),
+    );
+    let job = StatusJob {
+        snapshot: Arc::new(view),
+        statuses: output.statuses.clone(),
+        services: plan.services,
+        service_accounts: plan.service_accounts,
+        deployments: plan.deployments,
+        pod_disruption_budgets: plan.pod_disruption_budgets,
+        teardowns: plan.teardowns,
+    };
+    (output, job, plan.reserved_labels)
+}
+
+/// Removes the listeners of `gateways` ("ns/name") from `ir`, and the
+/// sockets left without a listener.
+fn drop_gateways<V>(ir: &mut coxswain_ir::Config, gateways: &BTreeMap<String, V>) {
+    if gateways.is_empty() {
+        return;
+    }
+    for socket in &mut ir.sockets {
+        socket
+            .listeners
+            .retain(|l| !gateways.contains_key(&l.gateway));
+    }
+    ir.sockets.retain(|s| !s.listeners.is_empty());
 }
 
 #[cfg(test)]

@@ -58,13 +58,14 @@ fn config(addresses: AddressMode) -> ControllerConfig {
             identity: "me-1".into(),
         },
         ingress: Default::default(),
+        pools: None,
     }
 }
 
 #[test]
 fn pool_mode_gives_each_gateway_its_own_socket() {
     let pool = "127.0.10.0/24".parse().unwrap();
-    let (output, job) = translate_store(
+    let (output, job, _) = translate_store(
         &mut coxswain_translate::Translator::new(),
         &mut AddressMemory::new(),
         &store(),
@@ -145,7 +146,7 @@ fn load_balancer_mode_wants_a_service_per_gateway() {
     let mode = AddressMode::LoadBalancer {
         proxy_selector: selector,
     };
-    let (output, job) = translate_store(
+    let (output, job, _) = translate_store(
         &mut coxswain_translate::Translator::new(),
         &mut AddressMemory::new(),
         &store(),
@@ -162,4 +163,128 @@ fn load_balancer_mode_wants_a_service_per_gateway() {
     let a = &output.statuses.gateways[&ObjectKey::new("ns", "a")];
     assert!(a.addresses.is_none(), "no load balancer address yet");
     assert_eq!(output.ir.sockets.len(), 1, "both share 0.0.0.0:8080");
+}
+
+/// A Gateway naming CoxswainGatewayParameters in pool mode.
+fn dedicated_store() -> Store {
+    let mut store = store_of(&["a"]);
+    store.apply(Change::Apply(Object::Gateway(Arc::new(
+        serde_json::from_value::<Gateway>(json!({
+            "metadata": {"name": "d", "namespace": "ns", "uid": "uid-d"},
+            "spec": {"gatewayClassName": "ours",
+                     "infrastructure": {"parametersRef": {"group": "gateway.coxswain-labs.dev",
+                         "kind": "CoxswainGatewayParameters", "name": "pool"}},
+                     "listeners": [{"name": "http", "port": 8080, "protocol": "HTTP"}]}
+        }))
+        .unwrap(),
+    ))));
+    store.apply(Change::Apply(Object::CoxswainGatewayParameters(Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": "pool", "namespace": "ns"},
+            "spec": {"replicas": 2, "serviceType": "ClusterIP"}
+        }))
+        .unwrap(),
+    ))));
+    store
+}
+
+#[test]
+fn a_dedicated_gateway_gets_its_pool_and_no_pool_address() {
+    let mut config = config(AddressMode::Pool("127.0.10.0/24".parse().unwrap()));
+    config.pools = Some(crate::pool::tests::settings());
+    let mut memory = AddressMemory::new();
+    let (output, job, _) = translate_store(
+        &mut coxswain_translate::Translator::new(),
+        &mut memory,
+        &dedicated_store(),
+        &config,
+        Timestamp::UNIX_EPOCH,
+    );
+    assert_eq!(output.dedicated.keys().collect::<Vec<_>>(), ["ns/d"]);
+    assert_eq!(
+        memory.keys().collect::<Vec<_>>(),
+        [&ObjectKey::new("ns", "a")],
+        "the address pool serves shared Gateways only"
+    );
+    let sockets: Vec<String> = output
+        .ir
+        .sockets
+        .iter()
+        .map(|l| format!("{}:{}", l.address, l.port))
+        .collect();
+    assert_eq!(
+        sockets,
+        ["0.0.0.0:8080", "127.0.10.1:8080"],
+        "the pool's pods bind the wildcard"
+    );
+    let names = |v: Vec<Option<String>>| v.into_iter().flatten().collect::<Vec<_>>();
+    assert_eq!(
+        names(
+            job.deployments
+                .iter()
+                .map(|d| d.metadata.name.clone())
+                .collect()
+        ),
+        ["d-coxswain"]
+    );
+    assert_eq!(
+        names(
+            job.services
+                .iter()
+                .map(|s| s.metadata.name.clone())
+                .collect()
+        ),
+        ["d-coxswain"]
+    );
+    assert_eq!(job.service_accounts.len(), 2);
+    let status = &job.statuses.gateways[&ObjectKey::new("ns", "d")];
+    let programmed = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Programmed")
+        .unwrap();
+    assert_eq!(
+        (programmed.status.as_str(), programmed.reason.as_str()),
+        ("False", "Pending"),
+        "no Deployment yet"
+    );
+    assert!(status.addresses.is_none());
+
+    // Without pool settings no pool is provisioned: the ref is refused.
+    config.pools = None;
+    let (output, job, _) = translate_store(
+        &mut coxswain_translate::Translator::new(),
+        &mut AddressMemory::new(),
+        &dedicated_store(),
+        &config,
+        Timestamp::UNIX_EPOCH,
+    );
+    assert!(output.dedicated.is_empty() && job.deployments.is_empty());
+    let accepted = &job.statuses.gateways[&ObjectKey::new("ns", "d")]
+        .conditions
+        .as_ref()
+        .unwrap()[0];
+    assert_eq!(accepted.reason, "InvalidParameters");
+}
+
+#[test]
+fn the_shared_proxies_drop_dedicated_gateways() {
+    let mut config = config(AddressMode::Pool("127.0.10.0/24".parse().unwrap()));
+    config.pools = Some(crate::pool::tests::settings());
+    let (mut output, _, _) = translate_store(
+        &mut coxswain_translate::Translator::new(),
+        &mut AddressMemory::new(),
+        &dedicated_store(),
+        &config,
+        Timestamp::UNIX_EPOCH,
+    );
+    super::drop_gateways(&mut output.ir, &output.dedicated);
+    let gateways: Vec<&str> = output
+        .ir
+        .sockets
+        .iter()
+        .flat_map(|s| s.listeners.iter().map(|l| l.gateway.as_str()))
+        .collect();
+    assert_eq!(gateways, ["ns/a"], "only the shared Gateway is left");
 }

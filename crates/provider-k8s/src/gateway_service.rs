@@ -1,8 +1,9 @@
 //! Default address mode: each Gateway is exposed by a LoadBalancer Service
 //! `<gateway>-coxswain` selecting the proxy pods, and gets a
 //! ServiceAccount of the same name (GEP-1867 infrastructure labels and
-//! annotations go on both). The Gateway's status.addresses come from the
-//! Service's load balancer ingress.
+//! annotations go on both; reserved label keys are dropped). The Gateway's
+//! status.addresses come from the Service's load balancer ingress. A
+//! dedicated Gateway's objects of the same names are built in `pool`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,25 +14,46 @@ use k8s_openapi::api::core::v1::{ServiceAccount, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-pub const MANAGED_BY: &str = "coxswain";
+use crate::labels::user_labels;
+
+pub use crate::labels::{GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL};
 
 pub fn resource_name(gateway: &str) -> String {
     format!("{gateway}-coxswain")
 }
 
-/// Metadata shared by the Service and ServiceAccount of a Gateway, or
-/// `None` for a Gateway without name or uid (not yet stored).
+/// The Gateway as the controlling owner of what we create for it (the
+/// garbage collector deletes them with it), or `None` for a Gateway
+/// without name or uid (not yet stored).
+pub fn owner_reference(gw: &Gateway) -> Option<OwnerReference> {
+    Some(OwnerReference {
+        api_version: "gateway.networking.k8s.io/v1".to_string(),
+        kind: "Gateway".to_string(),
+        name: gw.metadata.name.clone()?,
+        uid: gw.metadata.uid.clone()?,
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    })
+}
+
+/// Is `meta` controlled by this Gateway (the one we would have set)?
+pub fn owned_by(meta: &ObjectMeta, gw: &Gateway) -> bool {
+    let uid = gw.metadata.uid.as_deref();
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.kind == "Gateway" && Some(o.uid.as_str()) == uid)
+}
+
+/// Metadata shared by the Service and ServiceAccount of a Gateway served
+/// by the shared proxies.
 fn metadata(gw: &Gateway) -> Option<ObjectMeta> {
     let name = gw.metadata.name.clone()?;
-    let uid = gw.metadata.uid.clone()?;
     let infra = gw.spec.infrastructure.as_ref();
-    let mut labels = infra.and_then(|i| i.labels.clone()).unwrap_or_default();
+    let mut labels = user_labels(gw, None);
     let annotations = infra
         .and_then(|i| i.annotations.clone())
         .unwrap_or_default();
-    // Reserved keys are ours: infrastructure labels cannot override them.
     labels.insert(GATEWAY_NAME_LABEL.to_string(), name.clone());
     labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string());
     Some(ObjectMeta {
@@ -39,14 +61,7 @@ fn metadata(gw: &Gateway) -> Option<ObjectMeta> {
         namespace: gw.metadata.namespace.clone(),
         labels: Some(labels),
         annotations: (!annotations.is_empty()).then_some(annotations),
-        owner_references: Some(vec![OwnerReference {
-            api_version: "gateway.networking.k8s.io/v1".to_string(),
-            kind: "Gateway".to_string(),
-            name,
-            uid,
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }]),
+        owner_references: Some(vec![owner_reference(gw)?]),
         ..ObjectMeta::default()
     })
 }
@@ -59,6 +74,21 @@ pub fn desired_service(
     proxy_selector: &BTreeMap<String, String>,
     served: &BTreeSet<(Transport, u16)>,
 ) -> Option<Service> {
+    Some(Service {
+        metadata: metadata(gw)?,
+        spec: Some(ServiceSpec {
+            type_: Some("LoadBalancer".to_string()),
+            selector: Some(proxy_selector.clone()),
+            ports: Some(service_ports(gw, served)),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    })
+}
+
+/// One port per distinct (protocol, port) of the Gateway's listeners and
+/// of `served` (the ListenerSet listeners the IR serves for it).
+pub fn service_ports(gw: &Gateway, served: &BTreeSet<(Transport, u16)>) -> Vec<ServicePort> {
     let own = gw.spec.listeners.iter().filter_map(|l| {
         let port = u16::try_from(l.port).ok().filter(|p| *p != 0)?;
         let transport = if l.protocol == "UDP" {
@@ -69,33 +99,22 @@ pub fn desired_service(
         Some((transport, port))
     });
     let ports: BTreeSet<(Transport, u16)> = own.chain(served.iter().copied()).collect();
-    Some(Service {
-        metadata: metadata(gw)?,
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".to_string()),
-            selector: Some(proxy_selector.clone()),
-            ports: Some(
-                ports
-                    .into_iter()
-                    .map(|(transport, port)| {
-                        let (name, protocol) = match transport {
-                            Transport::Tcp => (format!("port-{port}"), "TCP"),
-                            Transport::Udp => (format!("udp-{port}"), "UDP"),
-                        };
-                        ServicePort {
-                            name: Some(name),
-                            port: i32::from(port),
-                            target_port: Some(IntOrString::Int(i32::from(port))),
-                            protocol: Some(protocol.to_string()),
-                            ..ServicePort::default()
-                        }
-                    })
-                    .collect(),
-            ),
-            ..ServiceSpec::default()
-        }),
-        status: None,
-    })
+    ports
+        .into_iter()
+        .map(|(transport, port)| {
+            let (name, protocol) = match transport {
+                Transport::Tcp => (format!("port-{port}"), "TCP"),
+                Transport::Udp => (format!("udp-{port}"), "UDP"),
+            };
+            ServicePort {
+                name: Some(name),
+                port: i32::from(port),
+                target_port: Some(IntOrString::Int(i32::from(port))),
+                protocol: Some(protocol.to_string()),
+                ..ServicePort::default()
+            }
+        })
+        .collect()
 }
 
 /// The (transport, port) of every socket in `ir` serving a listener of the
@@ -168,6 +187,16 @@ pub fn service_up_to_date(live: &Service, desired: &Service) -> bool {
         && live_spec.type_ == want_spec.type_
         && live_spec.selector == want_spec.selector
         && port_set(live_spec) == port_set(want_spec)
+        // Set by a pool's parameters; the API server defaults some when
+        // unset, so only what we set is compared.
+        && same_if_set(&live_spec.external_traffic_policy, &want_spec.external_traffic_policy)
+        && same_if_set(&live_spec.load_balancer_class, &want_spec.load_balancer_class)
+        && same_if_set(&live_spec.load_balancer_ip, &want_spec.load_balancer_ip)
+        && same_if_set(&live_spec.external_ips, &want_spec.external_ips)
+}
+
+fn same_if_set<T: PartialEq>(live: &Option<T>, want: &Option<T>) -> bool {
+    want.is_none() || live == want
 }
 
 #[cfg(test)]

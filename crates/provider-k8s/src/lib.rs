@@ -1,7 +1,8 @@
 //! Kubernetes provider: kube-rs watchers of every kind the translator
 //! reads build the same [`coxswain_api::Snapshot`] the file provider
 //! builds; bursts are coalesced into one translation; the leader (by
-//! Lease) writes status and per-Gateway Services. Never depends on the
+//! Lease) writes status and per-Gateway Services, and provisions the proxy
+//! pools of dedicated Gateways (`pool*`). Never depends on the
 //! proxy: the binary plugs it in through [`Dataplane`].
 
 // Input (files, API objects, requests) must never panic the gateway.
@@ -22,10 +23,15 @@ mod coalesce;
 mod controller;
 pub mod gateway_service;
 mod ingress_problems;
+pub mod labels;
 pub mod leader;
 pub mod lease;
 mod metrics;
 mod ours;
+pub mod pool;
+pub mod pool_plan;
+pub mod pool_service;
+pub mod pool_status;
 pub mod status;
 pub mod store;
 mod watch;
@@ -35,6 +41,8 @@ pub use addresses::AddressMode;
 pub use controller::{ControllerConfig, Dataplane, Timing, run, translate_store};
 pub use leader::{LeaseConfig, default_identity, release};
 pub use metrics::Metrics;
+pub use pool::PoolSettings;
+pub use pool_status::{StreamFeedback, overlay_pool_status};
 
 /// Re-exported so the binary builds a client without naming kube itself.
 pub use kube::Client;

@@ -1,4 +1,5 @@
-//! One kube-runtime watcher per kind, feeding [`Change`]s to the controller.
+//! One kube-runtime watcher per kind, feeding [`Change`]s to the controller
+//! (for some kinds only the objects with our label: [`label_selector`]).
 //! Watchers reconnect with a short capped backoff ([`ReconnectBackoff`]);
 //! while the API server is gone nothing changes, so the last good config
 //! keeps serving.
@@ -12,6 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 
 use crate::backoff::ReconnectBackoff;
+use crate::labels::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::store::Change;
 
 /// Starts one watcher per kind of the kinds table; they stop when the
@@ -41,6 +43,15 @@ impl KindVisitor for Spawn<'_> {
     }
 }
 
+/// Kinds watched only in part, by label: of the Deployments, only the
+/// proxy pools we provision (not every Deployment of the cluster).
+pub fn label_selector(kind: Kind) -> Option<String> {
+    match kind {
+        Kind::Deployment => Some(format!("{MANAGED_BY_LABEL}={MANAGED_BY}")),
+        _ => None,
+    }
+}
+
 fn spawn<K: ApiObject>(
     set: &mut JoinSet<()>,
     client: &Client,
@@ -52,8 +63,11 @@ fn spawn<K: ApiObject>(
     let changes = changes.clone();
     set.spawn(async move {
         // Default config: paginated list then watch (no streaming lists).
-        let stream =
-            watcher::watcher(api, watcher::Config::default()).backoff(ReconnectBackoff::default());
+        let mut config = watcher::Config::default();
+        if let Some(selector) = label_selector(kind) {
+            config = config.labels(&selector);
+        }
+        let stream = watcher::watcher(api, config).backoff(ReconnectBackoff::default());
         let mut stream = std::pin::pin!(stream);
         let mut relist: Vec<Object> = Vec::new();
         let mut missing = false;
@@ -103,4 +117,30 @@ fn spawn<K: ApiObject>(
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_deployments_are_watched() {
+        assert_eq!(
+            label_selector(Kind::Deployment).as_deref(),
+            Some("app.kubernetes.io/managed-by=coxswain")
+        );
+        // The pool Deployments carry it (what the selector finds).
+        let labels = crate::labels::pool_labels("gw");
+        assert_eq!(labels[MANAGED_BY_LABEL], MANAGED_BY);
+        let whole: Vec<Kind> = Kind::ALL
+            .iter()
+            .copied()
+            .filter(|k| label_selector(*k).is_some())
+            .collect();
+        assert_eq!(
+            whole,
+            [Kind::Deployment],
+            "every other kind is watched whole"
+        );
+    }
 }

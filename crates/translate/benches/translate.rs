@@ -80,6 +80,7 @@ fn bench(c: &mut Criterion) {
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::UNIX_EPOCH),
         ingress: Default::default(),
+        dedicated_pools: false,
     };
     let out = translate(&snapshot, &options);
     assert_eq!(out.statuses.routes.len(), ROUTES);

@@ -19,15 +19,14 @@ pub fn our_classes(snapshot: &Snapshot, options: &Options) -> BTreeSet<String> {
         .collect()
 }
 
-/// Why a class of ours cannot be accepted: Coxswain applies no
-/// GatewayClass parameters resource yet, so any parametersRef is reported
-/// rather than silently ignored.
-pub fn class_problem(class: &GatewayClass) -> Option<String> {
-    let r = class.spec.parameters_ref.as_ref()?;
-    Some(format!(
-        "parametersRef {}/{} {:?} is not supported: Coxswain applies no GatewayClass parameters yet",
-        r.group, r.kind, r.name
-    ))
+/// Why a class of ours cannot be accepted: its parametersRef (a default
+/// proxy pool for its Gateways) cannot be honoured.
+pub fn class_problem(
+    snapshot: &Snapshot,
+    class: &GatewayClass,
+    options: &Options,
+) -> Option<String> {
+    crate::parameters::class_parameters(snapshot, class, options).err()
 }
 
 pub fn class_statuses(
@@ -44,7 +43,7 @@ pub fn class_statuses(
                 generation: class.metadata.generation,
                 now: &options.now,
             };
-            let accepted = match class_problem(class) {
+            let accepted = match class_problem(snapshot, class, options) {
                 None => Cond::new(
                     ConditionType::Accepted,
                     true,

@@ -27,6 +27,7 @@ mod ingress;
 mod ir_build;
 mod memo;
 mod output;
+mod parameters;
 mod policy;
 mod reference_grant;
 mod route;
@@ -36,18 +37,22 @@ pub use conditions::{ConditionType, Reason};
 pub use data_plane::mark_unbound;
 pub use duration::parse_duration_ms;
 pub use features::SUPPORTED_FEATURES;
+/// The Gateway a ListenerSet names as its parent, if it names one.
+pub use gateway::parent_of as listener_set_parent;
 pub use ingress::annotations;
 pub use ingress::{INGRESS_OWNER, IngressOptions, IngressOutcome, IngressProblem};
 pub use memo::Translator;
 pub use output::{Output, Statuses, api_kind, route_kind};
+pub use parameters::{PARAMETERS_KIND, spec_problem};
 pub use policy::backend_tls::MAX_ANCESTORS;
 pub use route::{RouteKey, RouteStatus};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use coxswain_api::{ObjectKey, Snapshot};
+use coxswain_api::{CoxswainGatewayParameters, ObjectKey, Snapshot};
 
 /// The controller name Coxswain claims GatewayClasses for by default.
 pub const DEFAULT_CONTROLLER_NAME: &str = "coxswain-labs.dev/gateway-controller";
@@ -63,11 +68,26 @@ pub struct Options {
     pub now: Time,
     /// Where our Ingresses are served.
     pub ingress: IngressOptions,
+    /// Does someone provision dedicated proxy pools (`coxswain controller`
+    /// does)? When not, a parametersRef naming CoxswainGatewayParameters
+    /// is InvalidParameters rather than silently served by the shared proxy.
+    pub dedicated_pools: bool,
 }
 
 /// Bind addresses a provider assigned to a Gateway (e.g. from an address
 /// pool), or why it could not (`Programmed=False`, reason AddressNotUsable).
 pub type AssignedAddresses = Result<Vec<IpAddr>, String>;
+
+/// The Gateways served by a proxy pool of their own, keyed
+/// `namespace/name`: [`Output::dedicated`] without translating (a provider
+/// needs it first, e.g. to keep them out of its address pool).
+pub fn dedicated_gateways(
+    snapshot: &Snapshot,
+    options: &Options,
+) -> BTreeMap<String, Arc<CoxswainGatewayParameters>> {
+    let classes = gateway_class::our_classes(snapshot, options);
+    parameters::dedicated(snapshot, &classes, options)
+}
 
 /// Translates a snapshot. Never panics on any input.
 pub fn translate(snapshot: &Snapshot, options: &Options) -> Output {
@@ -142,7 +162,11 @@ fn translate_memoised(
             })
             .collect(),
     };
-    Output { ir, statuses }
+    Output {
+        ir,
+        statuses,
+        dedicated: parameters::dedicated(snapshot, &classes, options),
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 //! A route's outcome depends on the route object and on everything else a
 //! route reads (GatewayClasses, Gateways, Services, ReferenceGrants,
 //! Namespaces — the kinds table marks them `route_input` — the options and
-//! assigned addresses): the "world". Objects
+//! assigned addresses, and what parametersRefs make of Gateways and
+//! classes: CoxswainGatewayParameters are not route inputs, only whether
+//! they make one unusable is): the "world". Objects
 //! are compared by identity (`Arc::ptr_eq`), then without their status (our
 //! own status write-backs come back as new objects): providers keep an unchanged
 //! object's `Arc`. If the world changed, every route is recomputed; if only
@@ -18,6 +20,7 @@ use std::net::IpAddr;
 use coxswain_api::{ObjectKey, Snapshot};
 
 use crate::ir_build::ClusterMemo;
+use crate::parameters::{self, Verdicts};
 use crate::route::RouteMemo;
 use crate::{AssignedAddresses, Options, Output};
 
@@ -54,22 +57,22 @@ impl Translator {
         options: &Options,
         assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
     ) -> Output {
+        let verdicts = parameters::verdicts(snapshot, options);
         let identical = self
             .world
             .as_ref()
-            .is_some_and(|w| w.same_as(snapshot, options, assigned));
+            .is_some_and(|w| w.same_as(snapshot, options, assigned) && w.parameters == verdicts);
         if !identical {
             // Only statuses changed (our own write-backs, through the
             // watch): the routes stand; the world takes the new objects so
             // the next run compares by identity again.
-            let equal = self
-                .world
-                .as_ref()
-                .is_some_and(|w| w.equal_to(snapshot, options, assigned));
+            let equal = self.world.as_ref().is_some_and(|w| {
+                w.equal_to(snapshot, options, assigned) && w.parameters == verdicts
+            });
             if !equal {
                 self.memo.routes.clear();
             }
-            self.world = Some(World::of(snapshot, options, assigned));
+            self.world = Some(World::of(snapshot, options, assigned, verdicts));
         }
         crate::translate_memoised(snapshot, options, assigned, &mut self.memo)
     }
@@ -82,6 +85,7 @@ struct World {
     assigned: BTreeMap<ObjectKey, AssignedAddresses>,
     /// The snapshot's route inputs ([`coxswain_api::Kind::route_input`]).
     objects: Snapshot,
+    parameters: Verdicts,
 }
 
 impl World {
@@ -89,12 +93,14 @@ impl World {
         snapshot: &Snapshot,
         options: &Options,
         assigned: &BTreeMap<ObjectKey, AssignedAddresses>,
+        parameters: Verdicts,
     ) -> World {
         World {
             controller_name: options.controller_name.clone(),
             default_address: options.default_address,
             assigned: assigned.clone(),
             objects: snapshot.route_inputs(),
+            parameters,
         }
     }
 

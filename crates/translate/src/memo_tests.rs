@@ -23,6 +23,7 @@ fn options() -> Options {
         default_address: [127, 0, 0, 1].into(),
         now: Time(Timestamp::UNIX_EPOCH),
         ingress: Default::default(),
+        dedicated_pools: false,
     }
 }
 
@@ -325,4 +326,66 @@ fn a_ca_edit_in_a_secret_reaches_the_memoised_clusters() {
         tls(&mut translator, &s),
         Some(UpstreamTls::Verify(_))
     ));
+}
+
+/// CoxswainGatewayParameters are not route inputs, yet whether one exists
+/// decides if its Gateway is usable: routes follow that, and only that.
+#[test]
+fn parameters_that_make_a_gateway_unusable_recompute_its_routes() {
+    use coxswain_api::CoxswainGatewayParameters;
+    let options = Options {
+        dedicated_pools: true,
+        ..options()
+    };
+    let mut s = Snapshot::default();
+    s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(
+        json!({"metadata": {"name": "c"}, "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}}),
+    ))));
+    s.insert(Object::Gateway(Arc::new(typed::<Gateway>(json!({
+        "metadata": {"name": "gw", "namespace": "a"},
+        "spec": {"gatewayClassName": "c",
+                 "infrastructure": {"parametersRef": {"group": "gateway.coxswain-labs.dev",
+                     "kind": "CoxswainGatewayParameters", "name": "pool"}},
+                 "listeners": [{"name": "web", "port": 80, "protocol": "HTTP"}]}
+    })))));
+    s.insert(Object::HttpRoute(Arc::new(typed::<HttpRoute>(json!({
+        "metadata": {"name": "r", "namespace": "a"},
+        "spec": {"parentRefs": [{"name": "gw", "namespace": "a"}]}
+    })))));
+    let parameters = |replicas: i32| {
+        Object::CoxswainGatewayParameters(Arc::new(typed::<CoxswainGatewayParameters>(json!({
+            "metadata": {"name": "pool", "namespace": "a"},
+            "spec": {"replicas": replicas}
+        }))))
+    };
+    let routes = |out: &crate::Output| -> Vec<Arc<coxswain_ir::Route>> {
+        out.ir
+            .sockets
+            .iter()
+            .flat_map(|s| &s.listeners)
+            .flat_map(|l| l.http_routes().unwrap_or_default())
+            .cloned()
+            .collect()
+    };
+    let mut translator = Translator::new();
+    let missing = translator.translate(&s, &options);
+    assert!(
+        routes(&missing).is_empty(),
+        "parameters missing: not served"
+    );
+    assert_eq!(missing.statuses, translate(&s, &options).statuses);
+
+    s.insert(parameters(1));
+    let found = translator.translate(&s, &options);
+    assert_eq!(routes(&found).len(), 1, "parameters created: served");
+    assert_eq!(found.statuses, translate(&s, &options).statuses);
+    assert_eq!(found.dedicated.keys().collect::<Vec<_>>(), ["a/gw"]);
+
+    s.insert(parameters(3));
+    let resized = translator.translate(&s, &options);
+    assert!(
+        Arc::ptr_eq(&routes(&found)[0], &routes(&resized)[0]),
+        "a replicas change recomputed the route"
+    );
+    assert_eq!(resized.dedicated["a/gw"].spec.replicas, Some(3));
 }

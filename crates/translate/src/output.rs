@@ -11,13 +11,19 @@ use coxswain_ir::RouteKind;
 
 use crate::IngressOutcome;
 use crate::route::{RouteKey, RouteStatus};
-use coxswain_api::{Kind, ObjectKey};
+use coxswain_api::{CoxswainGatewayParameters, Kind, ObjectKey};
 
 /// The result of one translation.
 #[derive(Clone, Debug, Default)]
 pub struct Output {
     pub ir: coxswain_ir::Config,
     pub statuses: Statuses,
+    /// Gateways served by a proxy pool of their own (`namespace/name` ->
+    /// the CoxswainGatewayParameters their parametersRef resolved to; the
+    /// object, so its key and spec come without a copy). Their listeners
+    /// are in `ir` like any other's; a provider keeps them off the shared
+    /// proxies.
+    pub dedicated: BTreeMap<String, Arc<CoxswainGatewayParameters>>,
 }
 
 /// Computed status for every object the translator is responsible for.

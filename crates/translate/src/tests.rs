@@ -19,6 +19,7 @@ fn options() -> Options {
         default_address: [127, 0, 0, 1].into(),
         now: Time(Timestamp::UNIX_EPOCH),
         ingress: Default::default(),
+        dedicated_pools: false,
     }
 }
 

@@ -3,8 +3,9 @@
 //! Each `tests/golden/<kind>-<scenario>.in.yaml` is multi-document Kubernetes
 //! YAML. The harness builds a [`Snapshot`] from it, runs [`translate`] and
 //! renders ONE YAML document `{objects, ir}`: every input object in input
-//! order (namespace defaulted to `default`, `status` set from the translator)
-//! and the IR. That rendering must equal `<same>.out.yaml`;
+//! order (namespace defaulted to `default`, `status` set from the translator),
+//! the Gateways with a proxy pool of their own (`dedicated`, when any) and
+//! the IR. That rendering must equal `<same>.out.yaml`;
 //! `UPDATE_GOLDEN=1 cargo test -p coxswain-translate --test golden` rewrites
 //! the outputs. An `.out.yaml` without an `.in.yaml` fails, and so does a
 //! scenario without any `# expect:` line.
@@ -70,12 +71,16 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
 }
 
-fn options() -> Options {
+fn options(text: &str) -> Options {
+    let dedicated_pools = text
+        .lines()
+        .any(|l| l.trim() == "# options: dedicated-pools");
     Options {
         controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::from_second(1_767_225_600).unwrap()),
         ingress: Default::default(),
+        dedicated_pools,
     }
 }
 
@@ -115,6 +120,18 @@ fn render(objects: &[load::InputObject], output: &Output) -> String {
     if !ingress_problems.is_empty() {
         document.insert("ingressProblems".into(), Value::Mapping(ingress_problems));
     }
+    // Gateways served by a pool of their own, and the parameters of it.
+    if !output.dedicated.is_empty() {
+        let dedicated: Mapping = output
+            .dedicated
+            .iter()
+            .map(|(gateway, parameters)| {
+                let source = coxswain_api::ObjectKey::of(&parameters.metadata);
+                (gateway.as_str().into(), Value::String(source.to_string()))
+            })
+            .collect();
+        document.insert("dedicated".into(), Value::Mapping(dedicated));
+    }
     document.insert("ir".into(), serde_yaml_ng::to_value(&output.ir).unwrap());
     serde_yaml_ng::to_string(&document).unwrap()
 }
@@ -127,7 +144,7 @@ fn run_scenario(input_path: &Path, update: bool) -> Vec<String> {
         Err(e) => return vec![format!("cannot parse input: {e}")],
     };
     let snapshot: Snapshot = load::snapshot(&objects);
-    let output = translate(&snapshot, &options());
+    let output = translate(&snapshot, &options(&text));
     let mut problems = Vec::new();
 
     let expectations = expect::extract(&text);

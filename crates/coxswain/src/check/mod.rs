@@ -34,6 +34,7 @@ fn load_and_translate(dir: &Path, args: &CheckArgs) -> Option<(Loaded, Output)> 
         default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         now: crate::run::now(),
         ingress: args.ingress.options(),
+        dedicated_pools: false,
     };
     let output = translate(&loaded.snapshot, &options);
     Some((loaded, output))

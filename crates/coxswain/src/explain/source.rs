@@ -58,6 +58,7 @@ pub fn from_dir(
         now: crate::run::now(),
         // Ingresses as `run` serves them by default (ports 80 and 443).
         ingress: Default::default(),
+        dedicated_pools: false,
     };
     Ok(translate(&loaded.snapshot, &options).ir)
 }

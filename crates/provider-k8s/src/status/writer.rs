@@ -13,7 +13,9 @@ use coxswain_api::{Kind, ObjectKey, Snapshot};
 use coxswain_ir::RouteKind;
 use coxswain_translate::{RouteStatus, Statuses, api_kind};
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use serde_json::Value;
@@ -27,15 +29,22 @@ use super::merge::{
 };
 use super::resources::ResourceWriter;
 use crate::metrics::Metrics;
+use crate::pool_plan::PoolTeardown;
 
 /// Everything one pass needs: the objects as last seen and what we want.
 #[derive(Debug, Default)]
 pub struct StatusJob {
     pub snapshot: Arc<Snapshot>,
     pub statuses: Statuses,
-    /// LoadBalancer mode: per-Gateway Services and ServiceAccounts.
+    /// Per-Gateway Services (LoadBalancer mode, and dedicated Gateways)
+    /// and ServiceAccounts (every Gateway).
     pub services: Vec<Service>,
     pub service_accounts: Vec<ServiceAccount>,
+    /// Dedicated Gateways' proxy pools.
+    pub deployments: Vec<Deployment>,
+    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
+    /// Pool objects no Gateway wants any more.
+    pub teardowns: Vec<PoolTeardown>,
 }
 
 #[derive(Clone, Debug)]

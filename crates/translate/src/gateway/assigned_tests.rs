@@ -17,6 +17,7 @@ fn options() -> Options {
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::UNIX_EPOCH),
         ingress: Default::default(),
+        dedicated_pools: false,
     }
 }
 

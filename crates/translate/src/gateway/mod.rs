@@ -71,17 +71,6 @@ impl GatewayModel {
     }
 }
 
-/// Coxswain does not apply any parameters resource yet (its own
-/// CoxswainGatewayParameters included), so any parametersRef is reported
-/// rather than silently ignored.
-fn invalid_parameters(gw: &Gateway) -> Option<String> {
-    let r = gw.spec.infrastructure.as_ref()?.parameters_ref.as_ref()?;
-    Some(format!(
-        "parametersRef {}/{} {:?} is not supported: Coxswain applies no Gateway parameters yet",
-        r.group, r.kind, r.name
-    ))
-}
-
 /// Default Gateways (`spec.defaultScope`) are not implemented: such a
 /// Gateway is not accepted rather than silently not claiming routes.
 fn unsupported_fields(gw: &Gateway) -> Option<String> {
@@ -168,18 +157,20 @@ pub fn build_gateways(
             let class_rejected = snapshot
                 .gateway_classes
                 .get(&ObjectKey::cluster(gw.spec.gateway_class_name.as_str()))
-                .and_then(|c| crate::gateway_class::class_problem(c))
+                .and_then(|c| crate::gateway_class::class_problem(snapshot, c, options))
                 .map(|why| {
                     format!(
                         "GatewayClass {} is not accepted: {why}",
                         gw.spec.gateway_class_name
                     )
                 });
+            let invalid_parameters =
+                crate::parameters::gateway_parameters(snapshot, key, gw, options).err();
             let mut model = GatewayModel {
                 generation: gw.metadata.generation,
                 addresses,
                 unusable,
-                invalid_parameters: invalid_parameters(gw),
+                invalid_parameters,
                 unsupported: unsupported_fields(gw),
                 class_rejected,
                 insecure_fallback: frontend_tls::insecure_fallback(gw),

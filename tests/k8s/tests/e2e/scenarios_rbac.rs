@@ -158,6 +158,7 @@ const WATCHED: &[(&str, &str)] = &[
     (GW, "referencegrants"),
     (COXSWAIN, "coxswainbackendpolicies"),
     (COXSWAIN, "coxswainexternalauths"),
+    (COXSWAIN, "coxswaingatewayparameters"),
     (COXSWAIN, "basicauths"),
     (COXSWAIN, "clienttrafficpolicies"),
     (COXSWAIN, "compressions"),
@@ -171,6 +172,9 @@ const WATCHED: &[(&str, &str)] = &[
     ("discovery.k8s.io", "endpointslices"),
     ("networking.k8s.io", "ingresses"),
     ("networking.k8s.io", "ingressclasses"),
+    // Only those labelled managed-by=coxswain (the pools'), but RBAC
+    // cannot narrow a list by label.
+    ("apps", "deployments"),
     (CORE, "namespaces"),
     // Cluster-wide on purpose: certificateRefs (and CA bundles) may point
     // into any namespace through a ReferenceGrant.
@@ -251,7 +255,11 @@ fn refused() -> Vec<Access> {
     // Nothing that runs code or mints credentials.
     all.push(Access::new("create", CORE, "pods"));
     all.push(Access::new("list", CORE, "pods"));
-    all.push(Access::new("create", "apps", "deployments"));
+    // Dedicated pools are off by default: no Deployment or PDB writes.
+    for verb in ["create", "update", "patch", "delete"] {
+        all.push(Access::new(verb, "apps", "deployments"));
+        all.push(Access::new(verb, "policy", "poddisruptionbudgets"));
+    }
     for sub in ["exec", "attach", "portforward"] {
         all.push(Access::new("create", CORE, "pods").sub(sub));
         all.push(Access::new("get", CORE, "pods").sub(sub));
