@@ -40,6 +40,8 @@ pub fn options() -> Options {
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::from_second(1_767_225_600).unwrap_or(Timestamp::UNIX_EPOCH)),
         ingress: Default::default(),
+        // Pools on: parametersRef resolution is translator code too.
+        dedicated_pools: true,
     }
 }
 
