@@ -10,6 +10,9 @@
 #   3. coxswain-proxy reaches no coxswain-api, coxswain-translate, gateway-api,
 #      k8s-openapi, kube or kube-*;
 #   4. no coxswain-provider-* crate reaches coxswain-proxy;
+#   5. coxswain-stream (controller-to-proxy config stream) reaches no
+#      internal crate but coxswain-ir, and no gateway-api, k8s-openapi or
+#      kube-*: what a dedicated proxy links holds no Kubernetes client;
 # and one source rule: no std::sync::Mutex in crates/proxy/src (the hot path
 # is meant to be lock-free; use atomics or arc-swap) unless the importing line
 # says why the lock is off the request path with a `// lock-ok: <reason>`.
@@ -170,6 +173,10 @@ def dependency_violations(packages, members, nodes):
            "the translator is pure: no async runtime, HTTP, file watching or kube client")
     forbid("coxswain-proxy", lambda n: n in PROXY_FORBIDDEN or n.startswith("kube-"),
            "the proxy serves the IR only, never Gateway API or Kubernetes types")
+    forbid("coxswain-stream",
+           lambda n: (n in internal and n != "coxswain-ir") or n in PROXY_FORBIDDEN
+           or n.startswith("kube-"),
+           "the stream carries the IR only; proxies hold no Kubernetes client")
     for crate in sorted(n for n in internal if n.startswith("coxswain-provider-")):
         forbid(crate, lambda n: n == "coxswain-proxy",
                "providers build Snapshots and never reach into the data plane")

@@ -31,14 +31,16 @@ def pkg_id(name):
 def base():
     """Our workspace in miniature: name -> (features table, declared deps)."""
     internal = ["coxswain-ir", "coxswain-api", "coxswain-translate", "coxswain-proxy",
-                "coxswain-provider-file", "coxswain-provider-k8s"]
+                "coxswain-provider-file", "coxswain-provider-k8s", "coxswain-stream"]
     return {
         "coxswain-ir": ({}, [dep("serde")]),
         "coxswain-api": ({}, [dep("gateway-api"), dep("k8s-openapi")]),
         "coxswain-translate": ({}, [dep("coxswain-api"), dep("coxswain-ir")]),
         "coxswain-proxy": ({}, [dep("coxswain-ir"), dep("tokio"), dep("hyper")]),
         "coxswain-provider-file": ({}, [dep("coxswain-api"), dep("tokio"), dep("notify")]),
-        "coxswain-provider-k8s": ({}, [dep("coxswain-api"), dep("kube", ["client"])]),
+        "coxswain-provider-k8s": ({}, [dep("coxswain-api"), dep("kube", ["client"]),
+                                       dep("coxswain-stream")]),
+        "coxswain-stream": ({}, [dep("coxswain-ir"), dep("tokio"), dep("hyper")]),
         "coxswain": ({}, [dep(n) for n in internal]),
         "serde": ({}, []),
         "tokio": ({}, []),
@@ -142,6 +144,10 @@ def main():
          "fail: coxswain-proxy must not depend on k8s-openapi")
     emit("fail-proxy-kube-core", with_dep("coxswain-proxy", dep("kube-core")),
          "fail: coxswain-proxy must not depend on kube-core")
+    emit("fail-stream-api", with_dep("coxswain-stream", dep("coxswain-api")),
+         "fail: coxswain-stream must not depend on coxswain-api")
+    emit("fail-stream-proxy", with_dep("coxswain-stream", dep("coxswain-proxy")),
+         "fail: coxswain-stream must not depend on coxswain-proxy")
     emit("fail-provider-proxy", with_dep("coxswain-provider-file", dep("coxswain-proxy")),
          "fail: coxswain-provider-file must not depend on coxswain-proxy")
 

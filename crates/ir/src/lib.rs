@@ -35,6 +35,7 @@ mod jwt;
 mod listener;
 mod precedence;
 mod route;
+mod slice;
 mod tls;
 
 pub use access_log::{AccessLogField, AccessLogPolicy};
