@@ -47,6 +47,11 @@ pub enum Command {
     /// Run as a Kubernetes controller: watch the API server, serve the
     /// Gateways of our classes, write their status (when leading).
     Controller(crate::controller::ControllerArgs),
+    /// Run as a dedicated pool's proxy: serve the config the controller
+    /// streams for this pool's Gateway (mutual TLS, no Kubernetes
+    /// credentials), and the last acknowledged one from `--state-dir`
+    /// while the controller is unreachable.
+    Proxy(crate::proxy_cmd::ProxyCmdArgs),
     /// Convert classic Ingress manifests to Gateway API: a GatewayClass,
     /// one Gateway (an HTTP listener, an HTTPS listener per `tls` host),
     /// HTTPRoutes per Ingress host and the Coxswain resources the

@@ -49,11 +49,13 @@ pub struct ControllerArgs {
     pub leader_lease_name: String,
     /// Where dedicated proxy pools dial the config stream, HOST:PORT.
     /// Setting it enables pools: a Gateway whose parametersRef (or whose
-    /// class's) names a CoxswainGatewayParameters gets its own Deployment.
-    /// The stream that feeds them is not built yet, so such a Gateway
-    /// stays Programmed=False (docs/dedicated-pools.md).
+    /// class's) names a CoxswainGatewayParameters gets its own Deployment,
+    /// fed over the stream (docs/dedicated-pools.md).
     #[arg(long, value_name = "HOST:PORT", requires = "proxy_image")]
     pub config_stream_advertise: Option<String>,
+    /// Address the config stream listens on (with --config-stream-advertise).
+    #[arg(long, default_value = "0.0.0.0:9902", value_name = "ADDR")]
+    pub config_stream_listen: SocketAddr,
     /// Name the pools' proxies expect on the stream's certificate
     /// (default: the HOST of --config-stream-advertise).
     #[arg(long, value_name = "NAME", requires = "config_stream_advertise")]
@@ -181,12 +183,26 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         state,
         unbound: tokio::sync::Mutex::new(Vec::new()),
     };
+    let stream = match &config.pools {
+        Some(_) => Some(
+            tokio::net::TcpListener::bind(args.config_stream_listen)
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot listen for the config stream on {}",
+                        args.config_stream_listen
+                    )
+                })?,
+        ),
+        None => None,
+    };
     let lease = config.lease.clone();
     let controller = tokio::spawn(coxswain_provider_k8s::run(
         client.clone(),
         config,
         dataplane,
         metrics,
+        stream,
     ));
 
     let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;

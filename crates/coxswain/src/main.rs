@@ -24,6 +24,7 @@ mod http_server;
 mod ingress_args;
 mod migrate;
 mod proxy_args;
+mod proxy_cmd;
 mod run;
 mod tracing_args;
 
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         cli::Command::Controller(args) => {
             with_runtime(args.proxy.worker_threads, controller::run(args))
         }
+        cli::Command::Proxy(args) => with_runtime(args.proxy.worker_threads, proxy_cmd::run(args)),
         cli::Command::Crds => crds_cmd::print(),
         cli::Command::Migrate(args) => migrate::migrate(&args),
     }

@@ -15,6 +15,7 @@ use coxswain_translate::{
     IngressOptions, Options, Output, Translator, dedicated_gateways, mark_unbound,
 };
 use kube::Client;
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -33,6 +34,7 @@ use crate::pool_service::pool_bind;
 use crate::pool_status::{StreamFeedback, overlay_pool_status};
 use crate::status::{StatusJob, WriterConfig, writer};
 use crate::store::Store;
+use crate::stream_feed::StreamFeed;
 
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
@@ -75,11 +77,13 @@ pub struct Timing {
 
 /// Runs until every watcher has stopped (they retry forever, so in practice
 /// until the process exits). The dataplane keeps its last config after.
+/// With pools configured, `stream` is where their proxies subscribe.
 pub async fn run<D: Dataplane>(
     client: Client,
     config: ControllerConfig,
     dataplane: D,
     metrics: Arc<Metrics>,
+    stream: Option<TcpListener>,
 ) {
     let (changes_tx, mut changes) = mpsc::unbounded_channel();
     // Every task lives in these sets: dropping this future stops them all
@@ -92,6 +96,32 @@ pub async fn run<D: Dataplane>(
         config.lease.clone(),
         metrics.clone(),
     );
+    let mut feed = match (&config.pools, stream) {
+        (Some(settings), Some(listener)) => {
+            let started = StreamFeed::start(
+                &mut tasks,
+                &client,
+                &config.lease.namespace,
+                settings,
+                listener,
+                leading.clone(),
+            )
+            .await;
+            match started {
+                Ok(feed) => Some(feed),
+                Err(e) => {
+                    tracing::error!(error = %e, "config stream not served: dedicated pools get no config");
+                    None
+                }
+            }
+        }
+        (Some(_), None) => {
+            tracing::error!("pools configured without a stream listener: they get no config");
+            None
+        }
+        (None, _) => None,
+    };
+    let mut reports = feed.as_ref().map(StreamFeed::reports);
     let (jobs_tx, jobs) = watch::channel(None);
     tasks.spawn(writer::run(
         client.clone(),
@@ -108,14 +138,21 @@ pub async fn run<D: Dataplane>(
     let mut announced_ready = false;
     let mut ingress_problems = crate::ingress_problems::IngressProblemLog::default();
     let mut reserved_labels = crate::labels::ReservedLabelLog::default();
-    while let Some(change) = changes.recv().await {
+    loop {
         let first = Instant::now();
-        store.apply(change);
-        if gather(&mut changes, &mut store, first, QUIET, CAP)
-            .await
-            .is_none()
-        {
-            break;
+        tokio::select! {
+            change = changes.recv() => {
+                let Some(change) = change else { break };
+                store.apply(change);
+                if gather(&mut changes, &mut store, first, QUIET, CAP)
+                    .await
+                    .is_none()
+                {
+                    break;
+                }
+            }
+            // A proxy acknowledged or rejected: the pool's status follows.
+            () = reported(&mut reports) => {}
         }
         if !store.ready() {
             continue; // no partial config: wait for every kind's first list
@@ -126,8 +163,14 @@ pub async fn run<D: Dataplane>(
         }
         let translate_start = Instant::now();
         let now = Timestamp::now();
-        let (mut output, mut job, reserved) =
-            translate_store(&mut translator, &mut addresses, &store, &config, now);
+        let (mut output, mut job, reserved) = translate_store(
+            &mut translator,
+            &mut addresses,
+            &store,
+            &config,
+            feed.as_mut(),
+            now,
+        );
         reserved_labels.update(reserved);
         // The shared proxies never serve a dedicated Gateway.
         drop_gateways(&mut output.ir, &output.dedicated);
@@ -149,13 +192,26 @@ pub async fn run<D: Dataplane>(
     tracing::error!("every watcher stopped; serving the last config");
 }
 
-/// One translation of the store's current state, plus the writer's job
-/// and the reserved label keys each Gateway asked for (dropped).
+/// Resolves when the proxies report something new; never without a stream
+/// (or once it has stopped).
+async fn reported(reports: &mut Option<watch::Receiver<coxswain_stream::Reports>>) {
+    if let Some(receiver) = reports
+        && receiver.changed().await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
+}
+
+/// One translation of the store's current state (published to the
+/// dedicated pools when `stream` is given), plus the writer's job and the
+/// reserved label keys each Gateway asked for (dropped).
 pub fn translate_store(
     translator: &mut Translator,
     addresses: &mut AddressMemory,
     store: &Store,
     config: &ControllerConfig,
+    mut stream: Option<&mut StreamFeed>,
     now: Timestamp,
 ) -> (Output, StatusJob, BTreeMap<ObjectKey, BTreeSet<String>>) {
     let filter = config.gateway_class_name.as_deref();
@@ -191,9 +247,16 @@ pub fn translate_store(
     if let AddressMode::LoadBalancer { .. } = &config.addresses {
         overlay_load_balancer_addresses(&mut output.statuses, &view, &output.dedicated);
     }
-    // The lead feeds the config stream's acknowledgements here.
-    let feedback: BTreeMap<String, StreamFeedback> = BTreeMap::new();
+    let (feedback, pool_unbound): (BTreeMap<String, StreamFeedback>, _) = match &mut stream {
+        Some(feed) => feed.publish(&output),
+        None => Default::default(),
+    };
     overlay_pool_status(&mut output.statuses, &view, &output.dedicated, &feedback);
+    mark_unbound(&mut output.statuses, &output.ir, &pool_unbound, &Time(now));
+    let secrets = match &mut stream {
+        Some(feed) => feed.secrets(&view, &output, std::time::SystemTime::now()),
+        None => Vec::new(),
+    };
     let plan = pool_plan::plan(
         &view,
         our_gateways(&view, &classes),
@@ -205,6 +268,7 @@ pub fn translate_store(
         snapshot: Arc::new(view),
         statuses: output.statuses.clone(),
         services: plan.services,
+        secrets,
         service_accounts: plan.service_accounts,
         deployments: plan.deployments,
         pod_disruption_budgets: plan.pod_disruption_budgets,

@@ -70,6 +70,7 @@ fn pool_mode_gives_each_gateway_its_own_socket() {
         &mut AddressMemory::new(),
         &store(),
         &config(AddressMode::Pool(pool)),
+        None,
         Timestamp::UNIX_EPOCH,
     );
     let sockets: Vec<String> = output
@@ -115,6 +116,7 @@ fn pool_addresses_stay_put_before_status_is_seen() {
         &mut memory,
         &store_of(&["b"]),
         &config,
+        None,
         now,
     );
     assert_eq!(
@@ -122,7 +124,7 @@ fn pool_addresses_stay_put_before_status_is_seen() {
         ["127.0.10.1".parse::<IpAddr>().unwrap()]
     );
     let both = store_of(&["a", "b"]);
-    translate_store(&mut translator, &mut memory, &both, &config, now);
+    translate_store(&mut translator, &mut memory, &both, &config, None, now);
     assert_eq!(
         address(&memory, "b"),
         ["127.0.10.1".parse::<IpAddr>().unwrap()]
@@ -132,7 +134,7 @@ fn pool_addresses_stay_put_before_status_is_seen() {
         ["127.0.10.2".parse::<IpAddr>().unwrap()]
     );
     let fresh = &mut AddressMemory::new();
-    translate_store(&mut translator, fresh, &both, &config, now);
+    translate_store(&mut translator, fresh, &both, &config, None, now);
     assert_eq!(
         address(fresh, "a"),
         ["127.0.10.1".parse::<IpAddr>().unwrap()],
@@ -151,6 +153,7 @@ fn load_balancer_mode_wants_a_service_per_gateway() {
         &mut AddressMemory::new(),
         &store(),
         &config(mode),
+        None,
         Timestamp::UNIX_EPOCH,
     );
     let names: Vec<_> = job
@@ -198,6 +201,7 @@ fn a_dedicated_gateway_gets_its_pool_and_no_pool_address() {
         &mut memory,
         &dedicated_store(),
         &config,
+        None,
         Timestamp::UNIX_EPOCH,
     );
     assert_eq!(output.dedicated.keys().collect::<Vec<_>>(), ["ns/d"]);
@@ -258,6 +262,7 @@ fn a_dedicated_gateway_gets_its_pool_and_no_pool_address() {
         &mut AddressMemory::new(),
         &dedicated_store(),
         &config,
+        None,
         Timestamp::UNIX_EPOCH,
     );
     assert!(output.dedicated.is_empty() && job.deployments.is_empty());
@@ -277,6 +282,7 @@ fn the_shared_proxies_drop_dedicated_gateways() {
         &mut AddressMemory::new(),
         &dedicated_store(),
         &config,
+        None,
         Timestamp::UNIX_EPOCH,
     );
     super::drop_gateways(&mut output.ir, &output.dedicated);

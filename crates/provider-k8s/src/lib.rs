@@ -34,6 +34,9 @@ pub mod pool_service;
 pub mod pool_status;
 pub mod status;
 pub mod store;
+pub mod stream_ca;
+pub mod stream_credentials;
+pub mod stream_feed;
 mod watch;
 
 pub use address_pool::AddressPool;

@@ -8,9 +8,10 @@ use coxswain_api::Gateway;
 use coxswain_api::crds::CoxswainGatewayParametersSpec;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, HTTPGetAction,
-    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, SeccompProfile, SecretVolumeSource,
-    SecurityContext, ServiceAccount, Sysctl, Volume, VolumeMount,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HTTPGetAction, ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    SeccompProfile, SecretVolumeSource, SecurityContext, ServiceAccount, Sysctl, Volume,
+    VolumeMount,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -166,11 +167,25 @@ fn pod_spec(
         name: "proxy".to_string(),
         image: Some(spec.image.clone().unwrap_or_else(|| settings.image.clone())),
         args: Some(proxy_args(settings)),
-        env: Some(vec![EnvVar {
-            name: "RUST_LOG".to_string(),
-            value: Some(spec.log_level.clone().unwrap_or_else(|| "info".to_string())),
-            value_from: None,
-        }]),
+        env: Some(vec![
+            EnvVar {
+                name: "RUST_LOG".to_string(),
+                value: Some(spec.log_level.clone().unwrap_or_else(|| "info".to_string())),
+                value_from: None,
+            },
+            // The proxy's name in the controller's stream logs.
+            EnvVar {
+                name: "POD_NAME".to_string(),
+                value: None,
+                value_from: Some(EnvVarSource {
+                    field_ref: Some(ObjectFieldSelector {
+                        field_path: "metadata.name".to_string(),
+                        api_version: None,
+                    }),
+                    ..EnvVarSource::default()
+                }),
+            },
+        ]),
         ports: Some(vec![ContainerPort {
             name: Some("admin".to_string()),
             container_port: i32::from(ADMIN_PORT),

@@ -18,7 +18,9 @@ use crate::gateway_service::{
     desired_service, desired_service_account, owned_by, resource_name, served_ports,
 };
 use crate::labels::{pool_labels, reserved_collisions};
-use crate::pool::{PoolSettings, desired_deployment, desired_pdb, desired_pool_service_account};
+use crate::pool::{
+    PoolSettings, desired_deployment, desired_pdb, desired_pool_service_account, stream_secret_name,
+};
 use crate::pool_service::desired_pool_service;
 
 /// Pool objects of one Gateway to delete (all named `<gateway>-coxswain`).
@@ -30,6 +32,8 @@ pub struct PoolTeardown {
     pub pod_disruption_budget: bool,
     pub service: bool,
     pub deployment: bool,
+    /// The pool's stream credentials (`<gateway>-coxswain-stream`).
+    pub stream_secret: bool,
 }
 
 impl PoolTeardown {
@@ -139,11 +143,17 @@ fn stale_pool(
             owned_by(&s.metadata, gw)
                 && s.spec.as_ref().and_then(|s| s.selector.as_ref()) == Some(&labels)
         });
-    (deployment || service).then(|| PoolTeardown {
+    let secret = ObjectKey::new(key.namespace.as_str(), stream_secret_name(&key.name));
+    let stream_secret = snapshot
+        .secrets
+        .get(&secret)
+        .is_some_and(|s| owned_by(&s.metadata, gw));
+    (deployment || service || stream_secret).then(|| PoolTeardown {
         gateway: key.clone(),
         pod_disruption_budget: deployment,
         service,
         deployment,
+        stream_secret,
     })
 }
 

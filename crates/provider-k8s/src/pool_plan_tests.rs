@@ -62,6 +62,11 @@ fn leftovers(owner_uid: &str) -> Snapshot {
             "spec": {"selector": crate::labels::pool_labels("web")}}))
         .unwrap(),
     )));
+    let mut secret_meta = meta.clone();
+    secret_meta["name"] = json!("web-coxswain-stream");
+    s.insert(Object::Secret(Arc::new(
+        serde_json::from_value(json!({"metadata": secret_meta})).unwrap(),
+    )));
     s
 }
 
@@ -125,6 +130,7 @@ fn back_to_shared_tears_the_pool_down() {
             pod_disruption_budget: true,
             service: true,
             deployment: true,
+            stream_secret: true,
         }]
     );
     // LoadBalancer mode: the shared Service takes the name over (applied,

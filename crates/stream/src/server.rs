@@ -75,8 +75,13 @@ impl Hub {
 }
 
 /// Serves subscriptions on `listener` until the returned future is dropped.
-pub async fn serve(listener: TcpListener, tls: Arc<rustls::ServerConfig>, hub: Hub) {
-    let acceptor = TlsAcceptor::from(tls);
+/// Each handshake uses the newest `tls` (a renewed certificate applies to
+/// the next connection; open ones carry on).
+pub async fn serve(
+    listener: TcpListener,
+    tls: watch::Receiver<Arc<rustls::ServerConfig>>,
+    hub: Hub,
+) {
     let mut connections = JoinSet::new();
     loop {
         let accepted = tokio::select! {
@@ -90,7 +95,7 @@ pub async fn serve(listener: TcpListener, tls: Arc<rustls::ServerConfig>, hub: H
                 continue;
             }
         };
-        let acceptor = acceptor.clone();
+        let acceptor = TlsAcceptor::from(tls.borrow().clone());
         let hub = hub.clone();
         connections.spawn(async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {

@@ -110,7 +110,8 @@ impl Controller {
         let (reports_tx, reports) = watch::channel(Reports::default());
         let hub = Hub::new(configs_rx, leading_rx, reports_tx);
         let refused = hub.refused();
-        let server = tokio::spawn(serve(listener, tls, hub));
+        // The sender may go: the receiver keeps the last value.
+        let server = tokio::spawn(serve(listener, watch::channel(tls).1, hub));
         Controller {
             ca,
             address,

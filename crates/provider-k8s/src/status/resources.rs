@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use coxswain_api::ObjectKey;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
@@ -18,6 +18,8 @@ use tokio::time::timeout;
 use super::writer::{StatusJob, WriterConfig};
 use crate::gateway_service::service_up_to_date;
 use crate::metrics::Metrics;
+use crate::pool::stream_secret_name;
+use crate::stream_credentials::secret_up_to_date;
 
 type Id = (&'static str, ObjectKey);
 
@@ -83,6 +85,14 @@ impl ResourceWriter {
                 .apply_one("ServiceAccount", key, account, metrics, false, false)
                 .await;
         }
+        for secret in &job.secrets {
+            let key = ObjectKey::of(&secret.metadata);
+            let live = job.snapshot.secrets.get(&key);
+            let up_to_date = live.is_some_and(|live| secret_up_to_date(live, secret));
+            failed += self
+                .apply_one("Secret", key, secret, metrics, live.is_none(), up_to_date)
+                .await;
+        }
         for deployment in &job.deployments {
             let key = ObjectKey::of(&deployment.metadata);
             let missing = !job.snapshot.deployments.contains_key(&key);
@@ -100,10 +110,16 @@ impl ResourceWriter {
             let key = teardown.object();
             // In this order, stopping at a failure: the Deployment goes
             // last, since its presence is what brings the teardown back.
-            let ok = (!teardown.pod_disruption_budget
-                || self
-                    .delete_one::<PodDisruptionBudget>("PodDisruptionBudget", &key, metrics)
-                    .await)
+            let secret = ObjectKey::new(
+                teardown.gateway.namespace.as_str(),
+                stream_secret_name(&teardown.gateway.name),
+            );
+            let ok = (!teardown.stream_secret
+                || self.delete_one::<Secret>("Secret", &secret, metrics).await)
+                && (!teardown.pod_disruption_budget
+                    || self
+                        .delete_one::<PodDisruptionBudget>("PodDisruptionBudget", &key, metrics)
+                        .await)
                 && (!teardown.service
                     || self.delete_one::<Service>("Service", &key, metrics).await)
                 && (!teardown.deployment

@@ -14,7 +14,7 @@ use coxswain_ir::RouteKind;
 use coxswain_translate::{RouteStatus, Statuses, api_kind};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::PostParams;
 use kube::{Api, Client};
@@ -40,6 +40,8 @@ pub struct StatusJob {
     /// and ServiceAccounts (every Gateway).
     pub services: Vec<Service>,
     pub service_accounts: Vec<ServiceAccount>,
+    /// Dedicated Gateways' stream credentials.
+    pub secrets: Vec<Secret>,
     /// Dedicated Gateways' proxy pools.
     pub deployments: Vec<Deployment>,
     pub pod_disruption_budgets: Vec<PodDisruptionBudget>,

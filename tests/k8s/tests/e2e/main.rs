@@ -14,6 +14,7 @@ mod scenarios_filters;
 mod scenarios_ingress;
 mod scenarios_leader;
 mod scenarios_migrate;
+mod scenarios_pools;
 mod scenarios_rbac;
 mod scenarios_routes;
 mod scenarios_status;
@@ -88,6 +89,11 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "chart_deployment_pod_ready",
         scenarios_chart::chart_deployment_pod_ready,
+    ),
+    // Restarts the controller (with pools), then restores the suite's.
+    (
+        "dedicated_pool_fed_by_the_config_stream",
+        scenarios_pools::dedicated_pool_lifecycle,
     ),
     // These two stop and restart the controller and the API server: last.
     (

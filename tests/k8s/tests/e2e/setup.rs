@@ -172,6 +172,18 @@ pub fn start_controller(
     admin: &str,
     log: &std::path::Path,
 ) -> anyhow::Result<Background> {
+    start_controller_with(coxswain, sa, http, admin, log, &[])
+}
+
+/// [`start_controller`] with more flags (dedicated pools' stream).
+pub fn start_controller_with(
+    coxswain: &std::path::Path,
+    sa: &Kubectl,
+    http: &NetnsHttp,
+    admin: &str,
+    log: &std::path::Path,
+    extra: &[String],
+) -> anyhow::Result<Background> {
     let mut command = Command::new("ip");
     command
         .args(["netns", "exec", &http.netns, "env"])
@@ -201,6 +213,7 @@ pub fn start_controller(
             "--ingress-status-address",
             INGRESS_STATUS_ADDRESS,
         ]);
+    command.args(extra);
     let name = log
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
