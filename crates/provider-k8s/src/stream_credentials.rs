@@ -51,7 +51,7 @@ impl ProxyCredentials {
         now: SystemTime,
     ) -> Vec<Secret> {
         let mut secrets = Vec::new();
-        let mut wanted = BTreeMap::new();
+        let mut pending = BTreeMap::new();
         for (key, gw, spec) in gateways {
             let name = stream_secret_name(&key.name);
             let live = snapshot
@@ -61,22 +61,18 @@ impl ProxyCredentials {
                 .filter(|c| self.fresh(c, now));
             let credentials = match live {
                 Some(live) => live,
-                None => match self.pending.get(key).filter(|c| self.fresh(c, now)) {
-                    Some(pending) => pending.clone(),
-                    None => {
-                        let identity = GatewayIdentity::new(&key.namespace, &key.name);
-                        match self.authority.issue_proxy(&identity, now) {
-                            Ok(issued) => {
-                                tracing::info!(gateway = %key, "config stream: issued pool credentials");
-                                issued
-                            }
-                            Err(e) => {
-                                tracing::error!(gateway = %key, error = %e, "config stream: cannot issue pool credentials");
-                                continue;
-                            }
-                        }
-                    }
-                },
+                None => {
+                    let issued = match self.pending.remove(key).filter(|c| self.fresh(c, now)) {
+                        Some(pending) => pending,
+                        None => match self.issue(key, now) {
+                            Some(issued) => issued,
+                            None => continue,
+                        },
+                    };
+                    // Not live yet: kept until the watch shows it.
+                    pending.insert(key.clone(), issued.clone());
+                    issued
+                }
             };
             let Some(metadata) = pool_metadata(gw, spec, name) else {
                 continue;
@@ -87,21 +83,23 @@ impl ProxyCredentials {
                 data: Some(data(&credentials)),
                 ..Secret::default()
             });
-            wanted.insert(key.clone(), credentials);
         }
-        // Only what is not live yet stays pending.
-        self.pending = wanted
-            .into_iter()
-            .filter(|(key, c)| {
-                let name = stream_secret_name(&key.name);
-                let live = snapshot
-                    .secrets
-                    .get(&ObjectKey::new(key.namespace.as_str(), name))
-                    .and_then(|secret| credentials(secret));
-                live.as_ref() != Some(c)
-            })
-            .collect();
+        self.pending = pending;
         secrets
+    }
+
+    fn issue(&self, key: &ObjectKey, now: SystemTime) -> Option<Credentials> {
+        let identity = GatewayIdentity::new(&key.namespace, &key.name);
+        match self.authority.issue_proxy(&identity, now) {
+            Ok(issued) => {
+                tracing::info!(gateway = %key, "config stream: issued pool credentials");
+                Some(issued)
+            }
+            Err(e) => {
+                tracing::error!(gateway = %key, error = %e, "config stream: cannot issue pool credentials");
+                None
+            }
+        }
     }
 
     fn fresh(&self, credentials: &Credentials, now: SystemTime) -> bool {
