@@ -10,6 +10,7 @@ pub mod netns_http;
 pub mod poll;
 pub mod procs;
 pub mod replica_netns;
+pub mod service_vip;
 
 use std::path::PathBuf;
 

@@ -14,6 +14,7 @@ mod scenarios_filters;
 mod scenarios_ingress;
 mod scenarios_leader;
 mod scenarios_migrate;
+mod scenarios_pool_failover;
 mod scenarios_pools;
 mod scenarios_rbac;
 mod scenarios_routes;
@@ -94,6 +95,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "dedicated_pool_fed_by_the_config_stream",
         scenarios_pools::dedicated_pool_lifecycle,
+    ),
+    (
+        "dedicated_pool_survives_controller_failover",
+        scenarios_pool_failover::pool_survives_controller_failover,
     ),
     // These two stop and restart the controller and the API server: last.
     (

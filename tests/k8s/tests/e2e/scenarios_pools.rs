@@ -22,14 +22,14 @@ use crate::setup::{ADMIN, Env, POOL, RELEASE_NAMESPACE, start_controller, start_
 
 /// The pods' gateway on the fakelet's bridge: the controller's address as
 /// the pods see it (it runs in the cluster's network namespace).
-const BRIDGE: &str = "10.244.0.1";
-const STREAM_PORT: u16 = 19902;
-const GATEWAY: &str = "pooled";
-const LISTENER_PORT: u16 = 8080;
+pub const BRIDGE: &str = "10.244.0.1";
+pub const STREAM_PORT: u16 = 19902;
+pub const GATEWAY: &str = "pooled";
+pub const LISTENER_PORT: u16 = 8080;
 /// Pod start includes waiting for the controller's Secret and a probe.
-const POOL_CAP: Duration = Duration::from_secs(120);
+pub const POOL_CAP: Duration = Duration::from_secs(120);
 
-const OBJECTS: &str = r#"
+pub const OBJECTS: &str = r#"
 apiVersion: gateway.coxswain-labs.dev/v1alpha1
 kind: CoxswainGatewayParameters
 metadata:
@@ -81,12 +81,14 @@ pub fn dedicated_pool_lifecycle(env: &mut Env) -> anyhow::Result<()> {
     outcome.and(restored)
 }
 
-fn pools_args() -> Vec<String> {
+/// A pools controller's flags: pods dial `BRIDGE:STREAM_PORT`; the
+/// controller listens on `listen`.
+pub fn pools_args(listen: &str) -> Vec<String> {
     [
         "--config-stream-advertise",
         &format!("{BRIDGE}:{STREAM_PORT}"),
         "--config-stream-listen",
-        &format!("0.0.0.0:{STREAM_PORT}"),
+        listen,
         "--proxy-image",
         "coxswain-proxy:e2e",
     ]
@@ -104,7 +106,7 @@ fn start_pools_controller(env: &mut Env, log: &str) -> anyhow::Result<()> {
         &env.http,
         ADMIN,
         &log,
-        &pools_args(),
+        &pools_args(&format!("0.0.0.0:{STREAM_PORT}")),
     )?;
     Ok(())
 }
@@ -233,7 +235,7 @@ fn with_pools_controller(env: &mut Env) -> anyhow::Result<()> {
 
 /// The chart's ClusterRole and Role with `dedicatedPools.enabled` and the
 /// suite's address pool, applied over the default install's.
-fn apply_pool_rbac(env: &Env) -> anyhow::Result<()> {
+pub fn apply_pool_rbac(env: &Env) -> anyhow::Result<()> {
     let output = Command::new(env.repo.join("scripts/helm.sh"))
         .args(["template", "coxswain"])
         .arg(env.repo.join("deploy/helm/coxswain"))
@@ -255,7 +257,7 @@ fn apply_pool_rbac(env: &Env) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn restore(env: &mut Env) -> anyhow::Result<()> {
+pub fn restore(env: &mut Env) -> anyhow::Result<()> {
     let _ = env.admin.run(&[
         "-n",
         NS,
@@ -284,7 +286,7 @@ fn restore(env: &mut Env) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn pool_pod(env: &Env) -> anyhow::Result<Value> {
+pub fn pool_pod(env: &Env) -> anyhow::Result<Value> {
     let pods = env.admin.get_json(&[
         "-n",
         NS,
@@ -308,7 +310,7 @@ fn restart_count(env: &Env) -> anyhow::Result<i64> {
 }
 
 /// Waits for the Gateway to be Programmed by its pool; returns the pod IP.
-fn wait_programmed(env: &Env) -> anyhow::Result<String> {
+pub fn wait_programmed(env: &Env) -> anyhow::Result<String> {
     poll::until("dedicated Gateway Programmed by its pool", POOL_CAP, || {
         let gateway = env.admin.get_json(&["-n", NS, "gateway", GATEWAY])?;
         let conditions = &gateway["status"]["conditions"];
@@ -320,7 +322,7 @@ fn wait_programmed(env: &Env) -> anyhow::Result<String> {
     })
 }
 
-fn wait_ok(env: &Env, address: SocketAddr, path: &str) -> anyhow::Result<()> {
+pub fn wait_ok(env: &Env, address: SocketAddr, path: &str) -> anyhow::Result<()> {
     poll::until(&format!("GET {path} via the pool -> 200"), POOL_CAP, || {
         let response = env.http.get(address, path, &[])?;
         if response.status != 200 {
