@@ -25,6 +25,7 @@ use crate::addresses::{
     AddressMemory, AddressMode, overlay_load_balancer_addresses, pool_requests,
 };
 use crate::coalesce::{CAP, QUIET, gather};
+use crate::gateway_labels;
 use crate::leader::{self, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::ours::{for_translation, our_classes, our_gateways};
@@ -273,6 +274,18 @@ pub fn translate_store(
         deployments: plan.deployments,
         pod_disruption_budgets: plan.pod_disruption_budgets,
         teardowns: plan.teardowns,
+        // Only where Gateways can be dedicated: the default RBAC grants no
+        // writes to Gateways (patch would reach their spec too).
+        gateway_labels: match config.pools {
+            Some(_) => gateway_labels::plan(
+                store.snapshot(),
+                &classes,
+                &config.controller_name,
+                &output.statuses.gateways,
+                |key| output.dedicated.contains_key(&key.to_string()),
+            ),
+            None => Vec::new(),
+        },
     };
     (output, job, plan.reserved_labels)
 }

@@ -97,6 +97,40 @@ fn pool_mode_gives_each_gateway_its_own_socket() {
         2,
         "every Gateway gets its identity ServiceAccount in pool mode too"
     );
+    // Without pools nothing is labelled: the default RBAC writes no Gateway.
+    assert!(job.gateway_labels.is_empty());
+}
+
+/// With pools on, ours are labelled shared; `c` (another controller's) and
+/// `d` (our controller's class left to another instance) carry none to
+/// remove.
+#[test]
+fn pools_on_labels_each_gateway_of_ours_with_its_model() {
+    let mut config = config(AddressMode::Pool("127.0.10.0/24".parse().unwrap()));
+    config.pools = Some(crate::pool::PoolSettings {
+        image: "coxswain:test".into(),
+        stream_endpoint: "stream.test:9902".into(),
+        stream_server_name: "stream.test".into(),
+    });
+    let (_, job, _) = translate_store(
+        &mut coxswain_translate::Translator::new(),
+        &mut AddressMemory::new(),
+        &store(),
+        &config,
+        None,
+        Timestamp::UNIX_EPOCH,
+    );
+    let labelled: Vec<(&str, &str)> = job
+        .gateway_labels
+        .iter()
+        .map(|a| {
+            (
+                a.gateway.name.as_str(),
+                a.labels[crate::labels::DEPLOYMENT_MODEL_LABEL].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(labelled, [("a", "shared"), ("b", "shared")]);
 }
 
 /// A Gateway keeps the address it was given even before its status (which

@@ -19,6 +19,16 @@ pub const MANAGED_BY: &str = "coxswain";
 pub const POOL_APP_NAME: &str = "coxswain-proxy";
 pub const POOL_COMPONENT: &str = "proxy";
 
+/// On each Gateway we serve (Kubernetes mode): which deployment model
+/// serves it ([`SHARED_MODEL`] or [`DEDICATED_MODEL`]), and for a
+/// dedicated one the name of its pool's Deployment. Under the CRD group
+/// (`coxswain_api::crds::GROUP`), as the Gateway CRD's printer columns are
+/// upstream's: `kubectl get gateways -L` shows them.
+pub const DEPLOYMENT_MODEL_LABEL: &str = "gateway.coxswain-labs.dev/deployment-model";
+pub const POOL_LABEL: &str = "gateway.coxswain-labs.dev/pool";
+pub const SHARED_MODEL: &str = "shared";
+pub const DEDICATED_MODEL: &str = "dedicated";
+
 /// Keys no user label may set.
 pub const RESERVED_LABELS: [&str; 5] = [
     GATEWAY_NAME_LABEL,

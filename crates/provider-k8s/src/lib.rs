@@ -21,6 +21,7 @@ pub mod addresses;
 mod backoff;
 mod coalesce;
 mod controller;
+pub mod gateway_labels;
 pub mod gateway_service;
 mod ingress_problems;
 pub mod labels;

@@ -82,3 +82,15 @@ fn every_kind_with_status_may_update_it() {
         );
     }
 }
+
+/// The default install (no dedicated pools) writes no Gateway: the
+/// deployment-model labels (`gateway_labels.rs`, a `patch`) come with
+/// `dedicatedPools.enabled` only, and a patch could reach the spec.
+#[test]
+fn default_install_writes_no_gateway() {
+    let rules = cluster_role_rules();
+    let group = "gateway.networking.k8s.io";
+    for verb in ["create", "update", "patch", "delete"] {
+        assert!(!allows(&rules, group, "gateways", verb), "{verb} gateways");
+    }
+}

@@ -1,8 +1,9 @@
 //! Writing status back: pure merging in [`merge`], the write loop in
 //! [`writer`].
 
+mod job;
 pub mod merge;
 mod resources;
 pub mod writer;
 
-pub use writer::{StatusJob, WriterConfig};
+pub use job::{StatusJob, WriterConfig};

@@ -1,7 +1,8 @@
 //! Server-side apply of what we provision per Gateway (Services,
 //! ServiceAccounts, and the dedicated Gateways' Deployments and
-//! PodDisruptionBudgets), skipped when nothing we own changed; and the
-//! deletes of pool objects no Gateway wants any more.
+//! PodDisruptionBudgets), skipped when nothing we own changed; the
+//! deletes of pool objects no Gateway wants any more; and the Gateways'
+//! deployment-model labels ([`crate::gateway_labels`]).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -15,7 +16,8 @@ use kube::{Api, Client};
 use serde_json::Value;
 use tokio::time::timeout;
 
-use super::writer::{StatusJob, WriterConfig};
+use super::job::{StatusJob, WriterConfig};
+use crate::gateway_labels::GatewayLabeler;
 use crate::gateway_service::service_up_to_date;
 use crate::metrics::Metrics;
 use crate::pool::stream_secret_name;
@@ -31,6 +33,8 @@ pub struct ResourceWriter {
     applied: HashMap<Id, Value>,
     /// Objects deleted (or found absent) since, so a delete is sent once.
     deleted: HashSet<Id>,
+    /// The Gateways' own deployment-model labels.
+    labels: GatewayLabeler,
 }
 
 /// What the API calls need of a kind.
@@ -55,17 +59,19 @@ impl<K> Applied for K where
 impl ResourceWriter {
     pub fn new(client: Client, config: &WriterConfig) -> Self {
         ResourceWriter {
-            client,
+            client: client.clone(),
             params: PatchParams::apply(&config.field_manager).force(),
             write_timeout: config.write_timeout,
             applied: HashMap::new(),
             deleted: HashSet::new(),
+            labels: GatewayLabeler::new(client, config.write_timeout),
         }
     }
 
     pub fn forget(&mut self) {
         self.applied.clear();
         self.deleted.clear();
+        self.labels.forget();
     }
 
     /// Returns how many applies and deletes failed.
@@ -130,6 +136,10 @@ impl ResourceWriter {
                 failed += 1;
             }
         }
+        failed += self
+            .labels
+            .apply(&job.snapshot, &job.gateway_labels, metrics)
+            .await;
         failed
     }
 

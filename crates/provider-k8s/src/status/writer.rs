@@ -9,19 +9,17 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coxswain_api::{Kind, ObjectKey, Snapshot};
+use coxswain_api::{Kind, ObjectKey};
 use coxswain_ir::RouteKind;
-use coxswain_translate::{RouteStatus, Statuses, api_kind};
+use coxswain_translate::{RouteStatus, api_kind};
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until, timeout};
 
+pub use super::job::{StatusJob, WriterConfig};
 use super::merge::{
     merge_backend_policy, merge_backend_tls_policy, merge_backend_traffic_policy,
     merge_client_traffic_policy, merge_filter, merge_gateway, merge_gateway_class,
@@ -29,46 +27,6 @@ use super::merge::{
 };
 use super::resources::ResourceWriter;
 use crate::metrics::Metrics;
-use crate::pool_plan::PoolTeardown;
-
-/// Everything one pass needs: the objects as last seen and what we want.
-#[derive(Debug, Default)]
-pub struct StatusJob {
-    pub snapshot: Arc<Snapshot>,
-    pub statuses: Statuses,
-    /// Per-Gateway Services (LoadBalancer mode, and dedicated Gateways)
-    /// and ServiceAccounts (every Gateway).
-    pub services: Vec<Service>,
-    pub service_accounts: Vec<ServiceAccount>,
-    /// Dedicated Gateways' stream credentials.
-    pub secrets: Vec<Secret>,
-    /// Dedicated Gateways' proxy pools.
-    pub deployments: Vec<Deployment>,
-    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
-    /// Pool objects no Gateway wants any more.
-    pub teardowns: Vec<PoolTeardown>,
-}
-
-#[derive(Clone, Debug)]
-pub struct WriterConfig {
-    pub controller_name: String,
-    pub field_manager: String,
-    pub concurrency: usize,
-    pub write_timeout: Duration,
-    pub retry_after: Duration,
-}
-
-impl WriterConfig {
-    pub fn new(controller_name: &str) -> Self {
-        WriterConfig {
-            controller_name: controller_name.to_string(),
-            field_manager: "coxswain".to_string(),
-            concurrency: 8,
-            write_timeout: Duration::from_secs(5),
-            retry_after: Duration::from_secs(2),
-        }
-    }
-}
 
 type Write = Pin<Box<dyn Future<Output = Result<(), kube::Error>> + Send + 'static>>;
 

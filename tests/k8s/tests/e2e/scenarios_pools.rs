@@ -122,6 +122,7 @@ fn with_pools_controller(env: &mut Env) -> anyhow::Result<()> {
         "    apply -> pool pod {pod} serving /pool {:.1} s",
         applied.elapsed().as_secs_f64()
     );
+    wait_model_labels(env, "dedicated", Some("pooled-coxswain"))?;
     let secret = env
         .admin
         .get_json(&["-n", NS, "secret", "pooled-coxswain-stream"])?;
@@ -229,7 +230,10 @@ fn with_pools_controller(env: &mut Env) -> anyhow::Result<()> {
             Ok((!deployment.contains("pooled-coxswain") && secret.trim().is_empty()).then_some(()))
         },
     )?;
-    println!("    back to the shared proxies: Deployment and stream Secret deleted");
+    wait_model_labels(env, "shared", None)?;
+    println!(
+        "    back to the shared proxies: Deployment and stream Secret deleted, Gateway labelled shared"
+    );
     Ok(())
 }
 
@@ -345,4 +349,19 @@ fn kill_proxies() -> anyhow::Result<()> {
         .status()?;
     ensure!(status.success(), "no proxy process matched {pattern:?}");
     Ok(())
+}
+
+/// `kubectl get gateway -L` shows the model and pool: the controller's
+/// labels on the Gateway.
+fn wait_model_labels(env: &Env, model: &str, pool: Option<&str>) -> anyhow::Result<()> {
+    poll::until(&format!("Gateway labelled {model}"), POOL_CAP, || {
+        let gateway = env.admin.get_json(&["-n", NS, "gateway", GATEWAY])?;
+        let labels = &gateway["metadata"]["labels"];
+        let seen = (
+            labels["gateway.coxswain-labs.dev/deployment-model"].as_str(),
+            labels["gateway.coxswain-labs.dev/pool"].as_str(),
+        );
+        ensure!(seen == (Some(model), pool), "labels {labels}");
+        Ok(Some(()))
+    })
 }
