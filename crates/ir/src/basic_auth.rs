@@ -65,6 +65,9 @@ impl fmt::Debug for HashText {
 
 impl Serialize for HashText {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if crate::reveal::is_revealing() {
+            return s.serialize_str(&self.0);
+        }
         s.serialize_str(REDACTED_KEY)
     }
 }

@@ -34,6 +34,7 @@ mod jwks;
 mod jwt;
 mod listener;
 mod precedence;
+pub mod reveal;
 mod route;
 mod slice;
 mod tls;

@@ -1,5 +1,6 @@
 //! TLS material for HTTPS listeners. The private key never leaves the
-//! process through serialisation: it is written as a redacted marker.
+//! process through serialisation: it is written as a redacted marker
+//! (except to the config stream, [`crate::reveal`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -32,6 +33,9 @@ impl fmt::Debug for PrivateKeyPem {
 
 impl Serialize for PrivateKeyPem {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if crate::reveal::is_revealing() {
+            return s.serialize_str(&self.0);
+        }
         s.serialize_str(REDACTED_KEY)
     }
 }

@@ -106,9 +106,12 @@ impl Resources {
     }
 
     fn insert(&mut self, name: String, value: &impl Serialize) -> Result<(), ResourceError> {
-        let body = serde_json::to_vec(value).map_err(|e| ResourceError::Encode {
-            name: name.clone(),
-            error: e.to_string(),
+        // Whole: a pool's proxy needs its keys and hashes (mTLS in transit).
+        let body = coxswain_ir::reveal::revealing(|| serde_json::to_vec(value)).map_err(|e| {
+            ResourceError::Encode {
+                name: name.clone(),
+                error: e.to_string(),
+            }
         })?;
         let item = Item {
             digest: digest(&body),

@@ -151,3 +151,32 @@ fn a_damaged_or_inconsistent_update_is_refused() {
     };
     assert!(matches!(old.apply(&bad), Err(ResourceError::Decode { .. })));
 }
+
+/// A pool's proxy needs the listener's private key itself: the stream
+/// carries it whole although the IR's JSON elsewhere redacts it.
+#[test]
+fn private_keys_travel_whole() {
+    let mut json = serde_json::to_value(config(8080)).unwrap();
+    json["sockets"][0]["listeners"][0]["tls"] = serde_json::json!({
+        "certificates": [{"source": "ns/cert", "cert_chain_pem": "CHAIN",
+                          "key_pem": "THE-PRIVATE-KEY"}]
+    });
+    let config: Config = serde_json::from_value(json).unwrap();
+    let resources = Resources::from_config(&config).unwrap();
+    let received = Resources::default().apply(&resources.update_for(&BTreeMap::new()).unwrap());
+    let (_, received) = received.unwrap();
+    assert_eq!(received, config);
+    let key = &received.sockets[0].listeners[0]
+        .tls
+        .as_ref()
+        .unwrap()
+        .certificates[0]
+        .key_pem;
+    assert_eq!(&*key.0, "THE-PRIVATE-KEY");
+    // Everywhere else the key stays redacted.
+    assert!(
+        !serde_json::to_string(&received)
+            .unwrap()
+            .contains("THE-PRIVATE-KEY")
+    );
+}

@@ -4,6 +4,7 @@
 //! resource against its digest, the set against its version.
 
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -64,7 +65,13 @@ pub fn save(dir: &Path, resources: &Resources) -> std::io::Result<()> {
     let text = serde_json::to_vec(&stored).map_err(std::io::Error::other)?;
     std::fs::create_dir_all(dir)?;
     let temporary = dir.join(format!("{FILE}.tmp"));
-    let mut file = std::fs::File::create(&temporary)?;
+    // It holds the Gateway's private keys: this user only.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)?;
     file.write_all(&text)?;
     file.sync_all()?;
     drop(file);

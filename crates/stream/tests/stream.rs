@@ -351,6 +351,10 @@ fn the_last_good_snapshot_round_trips_and_refuses_tampering() {
     assert_eq!(config, self::config("a/gw", 8080));
 
     let path = snapshot::path(&dir);
+    // It may hold private keys: readable by this user only.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("10.0.0.1", "10.6.6.6")).unwrap();
     let error = snapshot::load(&dir).unwrap_err().to_string();
