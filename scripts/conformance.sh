@@ -2,12 +2,17 @@
 # Runs the upstream Gateway API conformance suite against Coxswain on a local
 # control plane (no Docker). See docs/conformance.md.
 #
-#   scripts/conformance.sh [--profile P] [--run-test NAME] [--core-only] [--debug] [--keep]
+#   scripts/conformance.sh [--profile P] [--run-test NAME] [--core-only] [--dedicated] [--debug] [--keep]
 #
 #   --profile P       conformance profile(s), comma-separated (default: every
 #                     profile Coxswain claims, CLAIMED_PROFILES below)
 #   --run-test NAME   run one test (its report goes to a temp dir, not conformance/reports)
 #   --core-only       only the profiles' core tests (a quick check)
+#   --dedicated       every Gateway dedicated: GatewayClass `coxswain` gets a
+#                     parametersRef (a class default), so each Gateway has its
+#                     own pool of `coxswain proxy` pods behind a LoadBalancer
+#                     Service (the fakelet's load-balancer stand-in); reported
+#                     apart (suite -mode=dedicated). Default profile GATEWAY-HTTP.
 #   --debug           the suite's request/response debug logging
 #   --keep            leave the cluster, fakelet and controller running afterwards
 #   --down            stop what an earlier --keep left running
@@ -27,7 +32,10 @@ export GOTOOLCHAIN=local
 # The profiles Coxswain claims (the features are crates/translate/src/features.rs).
 CLAIMED_PROFILES="GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP"
 
-profile="$CLAIMED_PROFILES" run_test="" core_only=false debug=false keep=false down=false
+# The dedicated-pools run's profile (docs/conformance.md).
+DEDICATED_PROFILES="GATEWAY-HTTP"
+
+profile="" run_test="" core_only=false dedicated=false debug=false keep=false down=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile="${2:?--profile needs a value}"; shift 2 ;;
@@ -38,10 +46,14 @@ while [ $# -gt 0 ]; do
     --debug) debug=true; shift ;;
     --keep) keep=true; shift ;;
     --down) down=true; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --dedicated) dedicated=true; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+if [ -z "$profile" ]; then
+  if $dedicated; then profile="$DEDICATED_PROFILES"; else profile="$CLAIMED_PROFILES"; fi
+fi
 
 # ---- settings (overridable through the environment) -------------------------
 RUN="${COXSWAIN_CONFORMANCE_STATE:-${XDG_RUNTIME_DIR:-/tmp}/coxswain-conformance}"
@@ -61,6 +73,17 @@ POOL_PREFIX="${COXSWAIN_CONFORMANCE_POOL_PREFIX:-10.214.0}"
 POOL="$POOL_PREFIX.0/24"
 USABLE_ADDRESS="$POOL_PREFIX.250"       # in the pool, above what the suite's Gateways take
 UNUSABLE_ADDRESS="10.215.0.250"         # outside the pool
+# --dedicated: the pools' LoadBalancer Services get addresses from this pool
+# (the fakelet's load-balancer stand-in), the pools' proxies dial the config
+# stream at the bridge address (the controller runs in the node namespace),
+# and the fakelet runs the controller's binary for the proxy image.
+LB_PREFIX="${COXSWAIN_CONFORMANCE_LB_PREFIX:-10.216.0}"
+LB_POOL="$LB_PREFIX.0/24"
+STREAM_ADVERTISE="${COXSWAIN_CONFORMANCE_BRIDGE_ADDRESS:-10.244.0.1}:19902"   # first host of POD_CIDR: the bridge
+STREAM_LISTEN="0.0.0.0:19902"
+PROXY_IMAGE="coxswain-proxy:conformance"
+POOLS_NAMESPACE="coxswain-conformance-pools"
+if $dedicated; then USABLE_ADDRESS="$LB_PREFIX.250"; fi
 ADMIN_ADDRESS="127.0.0.1:9902"
 CARGO_PROFILE="${COXSWAIN_CONFORMANCE_CARGO_PROFILE:-release}"
 TARGET="${CARGO_TARGET_DIR:-$repo/target}"
@@ -178,6 +201,52 @@ EOF
   chmod 600 "$RUN/coxswain-sa.kubeconfig"
 }
 
+# --dedicated: the chart's RBAC with dedicatedPools.enabled (rendered by
+# Helm, as scripts/helm.sh builds it), a CoxswainGatewayParameters made the
+# default of GatewayClass `coxswain` (so every Gateway the suite creates is
+# dedicated), and the controller with the chart's pool arguments: no address
+# pool (the LoadBalancer address mode, as in a cloud), the config stream on
+# the pod bridge, the pools' image mapped by the fakelet to this binary.
+start_dedicated_controller() {
+  "$repo/scripts/helm.sh" template coxswain "$repo/deploy/helm/coxswain" \
+    --namespace coxswain-system --kube-version 1.35.0 \
+    --set dedicatedPools.enabled=true \
+    --show-only templates/clusterrole.yaml --show-only templates/role.yaml \
+    > "$RUN/pool-rbac.yaml"
+  kubectl apply -f "$RUN/pool-rbac.yaml" >> "$RUN/install.log"
+  kubectl apply -f - >> "$RUN/install.log" <<EOF
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: $POOLS_NAMESPACE
+---
+apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: CoxswainGatewayParameters
+metadata:
+  name: dedicated
+  namespace: $POOLS_NAMESPACE
+spec:
+  serviceType: LoadBalancer
+  replicas: 1
+EOF
+  kubectl patch gatewayclass coxswain --type merge -p "{\"spec\":{\"parametersRef\":{
+    \"group\":\"gateway.coxswain-labs.dev\",\"kind\":\"CoxswainGatewayParameters\",
+    \"name\":\"dedicated\",\"namespace\":\"$POOLS_NAMESPACE\"}}}" >> "$RUN/install.log"
+  log "starting coxswain controller as the chart's ServiceAccount (dedicated pools; LoadBalancer addresses from the fakelet, $LB_POOL)"
+  KUBECONFIG="$RUN/coxswain-sa.kubeconfig" start controller env RUST_LOG="${RUST_LOG:-info}" \
+    "$OUT/coxswain" controller \
+    --controller-name=coxswain-labs.dev/gateway-controller \
+    --leader-lease-namespace=coxswain-system \
+    --leader-lease-name=coxswain-controller \
+    --drain-timeout=30s \
+    --proxy-selector=app.kubernetes.io/name=coxswain \
+    --proxy-selector=app.kubernetes.io/instance=coxswain \
+    --proxy-image="$PROXY_IMAGE" \
+    --config-stream-advertise="$STREAM_ADVERTISE" \
+    --config-stream-listen="$STREAM_LISTEN" \
+    --admin-address="$ADMIN_ADDRESS"
+}
+
 bring_up() {
   local t=$SECONDS
   "$repo/scripts/cluster.sh" up > "$RUN/cluster-env.sh"
@@ -186,14 +255,24 @@ bring_up() {
   in_ns ip route replace local "$POOL" dev lo
 
   log "starting the fakelet (node $NODE_NAME, pods in $POD_CIDR)"
+  local extra=()
+  # --dedicated: the load-balancer stand-in, and the proxy image.
+  $dedicated && extra=(--load-balancer-pool "$LB_POOL" --image-map "$PROXY_IMAGE=$OUT/coxswain")
   start fakelet "$OUT/coxswain-fakelet" run \
     --node-name "$NODE_NAME" --node-ip "$NODE_IP" --pod-cidr "$POD_CIDR" \
     --image-map "*echo-basic*=$ECHO_BASIC" \
     --image-map "*coredns*=$DNS_STAND_IN" \
+    "${extra[@]}" \
     --state-dir "$RUN/fakelet"
   wait_until fakelet 60 "node $NODE_NAME Ready" node_ready
 
   install_chart
+  if $dedicated; then
+    start_dedicated_controller
+    wait_until controller 120 "GatewayClass coxswain Accepted" gatewayclass_accepted
+    log "control plane, fakelet and controller (dedicated pools) up in $((SECONDS - t))s"
+    return
+  fi
   log "starting coxswain controller as the chart's ServiceAccount (Gateway addresses from $POOL)"
   # The chart Deployment's arguments, plus the address pool; the fakelet cannot
   # give pods in-cluster credentials, so the binary runs as a process with the
@@ -222,8 +301,9 @@ run_suite() {
         -usable-address="$USABLE_ADDRESS" -unusable-address="$UNUSABLE_ADDRESS")
   [ -n "$run_test" ] && args+=(-run-test="$run_test")
   $core_only && args+=(-core-only)
+  $dedicated && args+=(-mode=dedicated)
   $debug && args+=(-debug)
-  log "running the suite: profile $profile${run_test:+, test $run_test}$($core_only && echo ', core only')"
+  log "running the suite: profile $profile${run_test:+, test $run_test}$($core_only && echo ', core only')$($dedicated && echo ', every Gateway dedicated')"
   # The suite dials Gateway addresses, so it runs inside the node namespace.
   set +e
   (cd "$repo/tools/conformance" && in_ns env KUBECONFIG="$KUBECONFIG" \

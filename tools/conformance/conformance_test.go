@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance"
-	"sigs.k8s.io/gateway-api/conformance/utils/flags"
 	"sigs.k8s.io/gateway-api/conformance/tests"
+	"sigs.k8s.io/gateway-api/conformance/utils/flags"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/gateway-api/pkg/features"
 )
@@ -94,6 +94,7 @@ func TestConformance(t *testing.T) {
 		info := RunInfo{
 			Profiles:  opts.ConformanceProfiles,
 			Mode:      mode,
+			ImplMode:  opts.Mode,
 			Version:   version,
 			Claimed:   claimed,
 			Duration:  time.Since(started),
@@ -235,14 +236,21 @@ func coreFeatures(t *testing.T, profiles []suite.ConformanceProfileName) []featu
 	return out
 }
 
-// reportLocation names reports <date>-<profiles>[-core].{yaml,md}. Single-test
-// runs go to a temp dir so they never overwrite a full run's report.
+// reportLocation names reports <date>-<profiles>[-<mode>][-core].{yaml,md},
+// where <mode> is the suite's -mode (the implementation's operating mode)
+// unless it is the default one: the dedicated-pools run
+// (scripts/conformance.sh --dedicated) is reported apart from the shared
+// one. Single-test runs go to a temp dir so they never overwrite a full
+// run's report.
 func reportLocation(t *testing.T, opts suite.ConformanceOptions, started time.Time) (dir, base string) {
 	names := make([]string, len(opts.ConformanceProfiles))
 	for i, p := range opts.ConformanceProfiles {
 		names[i] = strings.ToLower(string(p))
 	}
 	base = started.UTC().Format("2006-01-02") + "-" + strings.Join(names, "+")
+	if opts.Mode != "" && opts.Mode != flags.DefaultMode {
+		base += "-" + opts.Mode
+	}
 	if *coreOnly {
 		base += "-core"
 	}

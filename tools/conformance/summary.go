@@ -17,6 +17,7 @@ import (
 type RunInfo struct {
 	Profiles  []suite.ConformanceProfileName
 	Mode      string // "full", "core-only" or "single test <name>"
+	ImplMode  string // the suite's -mode: "default" (shared proxies) or "dedicated"
 	Version   string
 	Claimed   []string
 	Duration  time.Duration
@@ -52,6 +53,9 @@ func RenderSummary(info RunInfo, records []TestRecord) string {
 			info.Report.GatewayAPIVersion, info.Report.GatewayAPIChannel, info.Report.Date)
 	}
 	fmt.Fprintf(&b, "- Mode: %s; run time %s\n", info.Mode, info.Duration.Round(time.Second))
+	if info.ImplMode != "" && info.ImplMode != "default" {
+		fmt.Fprintf(&b, "- Implementation mode: %s\n", info.ImplMode)
+	}
 	fmt.Fprintf(&b, "- Upstream report: %s\n", info.ReportRef)
 	fmt.Fprintf(&b, "- Claimed features (GatewayClass status, equal to %s): %s\n\n",
 		FeaturesSourcePath, strings.Join(info.Claimed, ", "))

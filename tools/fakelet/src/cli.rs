@@ -62,4 +62,9 @@ pub struct RunArgs {
     /// Pods capacity reported for the node.
     #[arg(long, default_value_t = 110)]
     pub max_pods: u32,
+    /// Act as the cluster's load balancer (a test stand-in): give every
+    /// LoadBalancer Service an address from this IPv4 CIDR and route it to
+    /// the Service's ready pods on this node. Off by default.
+    #[arg(long, value_name = "CIDR")]
+    pub load_balancer_pool: Option<String>,
 }

@@ -46,7 +46,6 @@ impl Cidr {
         Ipv4Addr::from(self.first() + 1)
     }
 
-    #[cfg(test)]
     pub fn contains(&self, ip: Ipv4Addr) -> bool {
         (self.first()..=self.broadcast()).contains(&u32::from(ip))
     }

@@ -17,7 +17,7 @@ use crate::image_map::{ImageMap, ImageRule};
 use crate::ipam::{Cidr, IpPool};
 use crate::node::{self, NodeInfo};
 use crate::pod::NodeCtx;
-use crate::{netns, pods, server};
+use crate::{load_balancer, netns, pods, server};
 
 /// How long pods get to stop on shutdown before the fakelet exits anyway.
 const SHUTDOWN_CAP: Duration = Duration::from_secs(30);
@@ -70,6 +70,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         }
     }
     let cidr = Cidr::parse(&args.pod_cidr).map_err(anyhow::Error::msg)?;
+    let lb_pool = args
+        .load_balancer_pool
+        .as_deref()
+        .map(Cidr::parse)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--load-balancer-pool: {e}"))?;
     let client = Client::try_default()
         .await
         .context("connecting to the apiserver (KUBECONFIG)")?;
@@ -124,6 +130,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     ));
     tokio::spawn(node::heartbeat(client, info, shutdown.clone()));
     tokio::spawn(pods::bind_unscheduled(ctx.clone(), shutdown.clone()));
+    let balancer = lb_pool.map(|pool| {
+        tokio::spawn(load_balancer::run(
+            ctx.client.clone(),
+            ctx.node_name.clone(),
+            pool,
+            shutdown.clone(),
+        ))
+    });
     let runner = tokio::spawn(pods::run_node_pods(ctx, shutdown));
 
     let mut term = signal(SignalKind::terminate())?;
@@ -135,6 +149,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let _ = shutdown_tx.send(true);
     if tokio::time::timeout(SHUTDOWN_CAP, runner).await.is_err() {
         tracing::warn!("pods did not stop in time; removing namespaces anyway");
+    }
+    if let Some(balancer) = balancer {
+        // It removes its node routes on shutdown.
+        let _ = tokio::time::timeout(Duration::from_secs(5), balancer).await;
     }
     netns::remove_leftovers(&records).await?;
     Ok(())
