@@ -96,6 +96,10 @@ pub fn plan(
 ) -> Vec<LabelApply> {
     let mut out = Vec::new();
     for (key, gw) in &snapshot.gateways {
+        // Going away: an apply now could only race the delete.
+        if gw.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
         let class = &gw.spec.gateway_class_name;
         let desired = if ours.contains(class) {
             if accepted(statuses.get(key)) {

@@ -24,6 +24,10 @@ use crate::wire::{Ack, Hello, Nack, ProxyMessage, SUBSCRIBE_PATH, proxy_message:
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A first update carries the Gateway's whole config: gRPC's default 4 MiB
+/// is about 4,000 routes on one listener. The peer is our own authenticated
+/// controller, so the bound only guards against a runaway.
+pub const MAX_UPDATE_BYTES: usize = 512 * 1024 * 1024;
 
 /// Where and as whom to subscribe.
 #[derive(Clone, Debug)]
@@ -141,7 +145,8 @@ async fn exchange(
     let mut grpc = tonic::client::Grpc::new(H2 {
         send,
         authority: subscription.server_name.clone(),
-    });
+    })
+    .max_decoding_message_size(MAX_UPDATE_BYTES);
     grpc.ready()
         .await
         .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
