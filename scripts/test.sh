@@ -3,8 +3,7 @@
 # drift, then every test — unit, translator golden files, proxy integration,
 # end-to-end with curl, Kubernetes end-to-end on a real API server — and the
 # upstream Gateway API conformance suite: every test of every claimed profile
-# whose features are all claimed must pass, and GATEWAY-HTTP again with every
-# Gateway served by a dedicated pool.
+# whose features are all claimed must pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
@@ -51,6 +50,3 @@ scripts/h2spec.sh
 
 echo "== Gateway API conformance, every claimed profile and feature (debug binaries from the test build)"
 COXSWAIN_CONFORMANCE_CARGO_PROFILE=dev scripts/conformance.sh
-
-echo "== Gateway API conformance with every Gateway dedicated (GATEWAY-HTTP, reported apart)"
-COXSWAIN_CONFORMANCE_CARGO_PROFILE=dev scripts/conformance.sh --dedicated
