@@ -1,13 +1,18 @@
 //! A Gateway's IR cut into named, content-addressed resources, so an update
 //! carries only what changed: one per socket (its settings and the order of
-//! its listeners), one per listener (with its routes), one per cluster and
-//! one per filter resource. The version of a set is a digest of its names
+//! its listeners), one per listener (its settings and the order of its HTTP
+//! routes), one per HTTP route (named by its rule, so a changed rule is the
+//! only thing sent again), one per cluster and one per filter resource. The version of a set is a digest of its names
 //! and digests, so every controller replica names the same set alike.
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use coxswain_ir::{Cluster, Config, Extension, Listener, ProxyProtocol, Socket, Transport};
+use std::sync::Arc;
+
+use coxswain_ir::{
+    Cluster, Config, Extension, Listener, ProxyProtocol, Route, Serve, Socket, Transport,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -23,6 +28,8 @@ pub enum ResourceError {
     Digest { name: String },
     #[error("socket {socket} names listener {listener}, which was not sent")]
     MissingListener { socket: String, listener: String },
+    #[error("listener {listener} names route {route}, which was not sent")]
+    MissingRoute { listener: String, route: String },
     #[error("unknown resource {0}")]
     Unknown(String),
     #[error("IR version {got} is not {want}, the one this proxy serves")]
@@ -54,6 +61,14 @@ struct SocketHead {
     listeners: Vec<String>,
 }
 
+/// A listener resource: the listener without its HTTP routes, which are
+/// named (in the order they are matched).
+#[derive(Serialize, Deserialize)]
+struct ListenerHead {
+    listener: Listener,
+    routes: Vec<String>,
+}
+
 pub fn digest(body: &[u8]) -> String {
     hex(&Sha256::digest(body))
 }
@@ -76,6 +91,46 @@ fn listener_name(socket: &str, listener: &Listener) -> String {
     format!("listener/{socket}/{owner}/{}", listener.name)
 }
 
+/// A listener's route resource: `route/<listener>/<rule>/<n>`, the n-th
+/// IR route of that rule in the listener (one rule may give several).
+fn route_name(listener: &str, route: &str) -> String {
+    format!("route/{}/{route}", listener.trim_start_matches("listener/"))
+}
+
+/// The listener's head and its HTTP routes by name (none for the other
+/// kinds, whose few routes stay inline).
+fn split_routes(listener: &Listener) -> (ListenerHead, Vec<(String, &Arc<Route>)>) {
+    let Serve::Http(routes) = &listener.serve else {
+        let head = ListenerHead {
+            listener: listener.clone(),
+            routes: Vec::new(),
+        };
+        return (head, Vec::new());
+    };
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let named: Vec<(String, &Arc<Route>)> = routes
+        .iter()
+        .map(|route| {
+            let id = &route.id;
+            let rule = format!(
+                "{:?}/{}/{}/{}",
+                id.kind, id.namespace, id.name, id.rule_index
+            );
+            let n = seen.entry(rule.clone()).or_default();
+            *n += 1;
+            (format!("{rule}/{n}"), route)
+        })
+        .collect();
+    let head = ListenerHead {
+        listener: Listener {
+            serve: Serve::Http(Vec::new()),
+            ..listener.clone()
+        },
+        routes: named.iter().map(|(name, _)| name.clone()).collect(),
+    };
+    (head, named)
+}
+
 impl Resources {
     pub fn from_config(config: &Config) -> Result<Resources, ResourceError> {
         let mut resources = Resources::default();
@@ -84,7 +139,11 @@ impl Resources {
             let mut listeners = Vec::new();
             for listener in &socket.listeners {
                 let listener_name = listener_name(&name, listener);
-                resources.insert(listener_name.clone(), listener)?;
+                let (head, routes) = split_routes(listener);
+                for (route, body) in routes {
+                    resources.insert(route_name(&listener_name, &route), &**body)?;
+                }
+                resources.insert(listener_name.clone(), &head)?;
                 listeners.push(listener_name);
             }
             let head = SocketHead {
@@ -219,7 +278,9 @@ impl Resources {
     /// The IR these resources describe.
     pub fn to_config(&self) -> Result<Config, ResourceError> {
         let mut listeners: BTreeMap<&str, Listener> = BTreeMap::new();
+        let mut routes: BTreeMap<&str, Arc<Route>> = BTreeMap::new();
         let mut heads = Vec::new();
+        let mut heads_of_listeners = Vec::new();
         let mut config = Config {
             ir_version: coxswain_ir::IR_VERSION,
             ..Config::default()
@@ -229,13 +290,38 @@ impl Resources {
             match kind {
                 "socket" => heads.push((name, decode::<SocketHead>(name, &item.body)?)),
                 "listener" => {
-                    listeners.insert(name, decode(name, &item.body)?);
+                    let head: ListenerHead = decode(name, &item.body)?;
+                    listeners.insert(name, head.listener);
+                    heads_of_listeners.push((name, head.routes));
+                }
+                "route" => {
+                    routes.insert(name, Arc::new(decode(name, &item.body)?));
                 }
                 "cluster" => config.clusters.push(decode::<Cluster>(name, &item.body)?),
                 "extension" => config
                     .extensions
                     .push(decode::<Extension>(name, &item.body)?),
                 _ => return Err(ResourceError::Unknown(name.clone())),
+            }
+        }
+        for (name, names) in heads_of_listeners {
+            let Some(Listener {
+                serve: Serve::Http(listed),
+                ..
+            }) = listeners.get_mut(name.as_str())
+            else {
+                continue;
+            };
+            for route in names {
+                let key = route_name(name, &route);
+                let found =
+                    routes
+                        .remove(key.as_str())
+                        .ok_or_else(|| ResourceError::MissingRoute {
+                            listener: name.clone(),
+                            route: key.clone(),
+                        })?;
+                listed.push(found);
             }
         }
         for (name, head) in heads {
@@ -257,7 +343,7 @@ impl Resources {
             }
             config.sockets.push(socket);
         }
-        if let Some(orphan) = listeners.keys().next() {
+        if let Some(orphan) = listeners.keys().chain(routes.keys()).next() {
             return Err(ResourceError::Unknown(orphan.to_string()));
         }
         config.sockets.sort_by(|a, b| {

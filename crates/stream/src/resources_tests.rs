@@ -62,6 +62,8 @@ fn a_config_survives_the_cut_into_resources() {
             "listener/tcp/0.0.0.0:80/-/a",
             "listener/tcp/0.0.0.0:80/-/any",
             "listener/udp/0.0.0.0:53/-/dns",
+            "route/tcp/0.0.0.0:80/-/a/Http/ns/a/0/1",
+            "route/tcp/0.0.0.0:80/-/any/Http/ns/b/0/1",
             "socket/tcp/0.0.0.0:80",
             "socket/udp/0.0.0.0:53",
         ]
@@ -126,6 +128,16 @@ fn a_damaged_or_inconsistent_update_is_refused() {
         Err(ResourceError::MissingListener { .. })
     ));
 
+    // A listener naming a route that is not there.
+    let mut partial = new.clone();
+    partial
+        .items
+        .remove("route/tcp/0.0.0.0:80/-/a/Http/ns/a/0/1");
+    assert!(matches!(
+        partial.to_config(),
+        Err(ResourceError::MissingRoute { .. })
+    ));
+
     // A body that is valid JSON of the wrong shape.
     let body = bytes::Bytes::from_static(b"{\"name\": 1}");
     let bad = crate::wire::ConfigUpdate {
@@ -179,4 +191,24 @@ fn private_keys_travel_whole() {
             .unwrap()
             .contains("THE-PRIVATE-KEY")
     );
+}
+
+/// One rule changed: only its route is sent again, not the listener that
+/// holds it (whose head names the routes, unchanged).
+#[test]
+fn a_route_change_sends_that_route_only() {
+    let old = Resources::from_config(&config(8080)).unwrap();
+    let mut changed = config(8080);
+    let Serve::Http(routes) = &mut changed.sockets[0].listeners[0].serve else {
+        panic!("listener a serves HTTP");
+    };
+    let mut route = (*routes[0]).clone();
+    route.hostnames = vec![coxswain_ir::Hostname::parse("a.example.com").unwrap()];
+    routes[0] = std::sync::Arc::new(route);
+    let new = Resources::from_config(&changed).unwrap();
+    let update = new.update_for(&held(&old)).unwrap();
+    let sent: Vec<_> = update.upserts.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(sent, ["route/tcp/0.0.0.0:80/-/a/Http/ns/a/0/1"]);
+    assert!(update.removals.is_empty());
+    assert_eq!(old.apply(&update).unwrap().1, changed);
 }
