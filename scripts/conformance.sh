@@ -201,6 +201,21 @@ EOF
   chmod 600 "$RUN/coxswain-sa.kubeconfig"
 }
 
+# start_coxswain ARGS...: `coxswain controller` with the chart Deployment's
+# arguments and ARGS, as the chart's ServiceAccount (the fakelet cannot give
+# pods in-cluster credentials, so the binary runs as a process with its token).
+start_coxswain() {
+  KUBECONFIG="$RUN/coxswain-sa.kubeconfig" start controller env RUST_LOG="${RUST_LOG:-info}" \
+    "$OUT/coxswain" controller \
+    --controller-name=coxswain-labs.dev/gateway-controller \
+    --leader-lease-namespace=coxswain-system \
+    --leader-lease-name=coxswain-controller \
+    --drain-timeout=30s \
+    --proxy-selector=app.kubernetes.io/name=coxswain \
+    --proxy-selector=app.kubernetes.io/instance=coxswain \
+    --admin-address="$ADMIN_ADDRESS" "$@"
+}
+
 # --dedicated: the chart's RBAC with dedicatedPools.enabled (rendered by
 # Helm, as scripts/helm.sh builds it), a CoxswainGatewayParameters made the
 # default of GatewayClass `coxswain` (so every Gateway the suite creates is
@@ -233,18 +248,10 @@ EOF
     \"group\":\"gateway.coxswain-labs.dev\",\"kind\":\"CoxswainGatewayParameters\",
     \"name\":\"dedicated\",\"namespace\":\"$POOLS_NAMESPACE\"}}}" >> "$RUN/install.log"
   log "starting coxswain controller as the chart's ServiceAccount (dedicated pools; LoadBalancer addresses from the fakelet, $LB_POOL)"
-  KUBECONFIG="$RUN/coxswain-sa.kubeconfig" start controller env RUST_LOG="${RUST_LOG:-info}" \
-    "$OUT/coxswain" controller \
-    --controller-name=coxswain-labs.dev/gateway-controller \
-    --leader-lease-namespace=coxswain-system \
-    --leader-lease-name=coxswain-controller \
-    --drain-timeout=30s \
-    --proxy-selector=app.kubernetes.io/name=coxswain \
-    --proxy-selector=app.kubernetes.io/instance=coxswain \
+  start_coxswain \
     --proxy-image="$PROXY_IMAGE" \
     --config-stream-advertise="$STREAM_ADVERTISE" \
-    --config-stream-listen="$STREAM_LISTEN" \
-    --admin-address="$ADMIN_ADDRESS"
+    --config-stream-listen="$STREAM_LISTEN"
 }
 
 bring_up() {
@@ -280,16 +287,7 @@ bring_up() {
   # --gateway-class-name=coxswain: the suite creates GatewayClasses of its own
   # with our controllerName (GatewayClassObservedGenerationBump) and expects
   # them served, which is the binary's default.
-  KUBECONFIG="$RUN/coxswain-sa.kubeconfig" start controller env RUST_LOG="${RUST_LOG:-info}" \
-    "$OUT/coxswain" controller \
-    --controller-name=coxswain-labs.dev/gateway-controller \
-    --leader-lease-namespace=coxswain-system \
-    --leader-lease-name=coxswain-controller \
-    --drain-timeout=30s \
-    --proxy-selector=app.kubernetes.io/name=coxswain \
-    --proxy-selector=app.kubernetes.io/instance=coxswain \
-    --gateway-address-pool="$POOL" \
-    --admin-address="$ADMIN_ADDRESS"
+  start_coxswain --gateway-address-pool="$POOL"
   wait_until controller 120 "GatewayClass coxswain Accepted" gatewayclass_accepted
   log "control plane, fakelet and controller up in $((SECONDS - t))s"
 }

@@ -14,12 +14,12 @@ use coxswain_k8s_tests::procs::Background;
 use coxswain_k8s_tests::replica_netns::ReplicaNetns;
 use coxswain_k8s_tests::service_vip::ServiceVip;
 
-use crate::fixtures::{NS, ensure_demo};
+use crate::fixtures::ensure_demo;
 use crate::load::Load;
 use crate::replicas::wait_holder;
 use crate::scenarios_pools::{
-    BRIDGE, GATEWAY, LISTENER_PORT, OBJECTS, POOL_CAP, STREAM_PORT, apply_pool_rbac, pools_args,
-    restore, wait_ok, wait_programmed,
+    BRIDGE, LISTENER_PORT, OBJECTS, POOL_CAP, STREAM_PORT, apply_pool_rbac, patch_pooled,
+    pools_args, restore, wait_ok, wait_programmed,
 };
 use crate::setup::{ADMIN, Env, POOL, start_controller_with};
 
@@ -98,16 +98,11 @@ fn failover(
 
     // Made after the handover: only the new leader can bring it to the pool.
     let changed = Instant::now();
-    env.admin.run(&[
-        "-n",
-        NS,
-        "patch",
+    patch_pooled(
+        env,
         "httproute",
-        GATEWAY,
-        "--type=json",
-        "-p",
         r#"[{"op":"add","path":"/spec/rules/0/matches/-","value":{"path":{"type":"PathPrefix","value":"/after-failover"}}}]"#,
-    ])?;
+    )?;
     wait_ok(env, address, "/after-failover")?;
     let followed = changed.elapsed();
     wait_programmed(env)?;

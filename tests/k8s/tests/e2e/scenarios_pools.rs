@@ -142,16 +142,11 @@ fn with_pools_controller(env: &mut Env) -> anyhow::Result<()> {
 
     // A route change reaches the pool over the stream.
     let changed = Instant::now();
-    env.admin.run(&[
-        "-n",
-        NS,
-        "patch",
+    patch_pooled(
+        env,
         "httproute",
-        GATEWAY,
-        "--type=json",
-        "-p",
         r#"[{"op":"replace","path":"/spec/rules/0/matches/0/path/value","value":"/moved"}]"#,
-    ])?;
+    )?;
     wait_ok(env, address, "/moved")?;
     println!(
         "    route change -> served by the pool {:.0} ms",
@@ -181,29 +176,19 @@ fn with_pools_controller(env: &mut Env) -> anyhow::Result<()> {
     // Programmed again and follows changes.
     start_pools_controller(env, "controller-pools-restarted.log")?;
     wait_programmed(env)?;
-    env.admin.run(&[
-        "-n",
-        NS,
-        "patch",
+    patch_pooled(
+        env,
         "httproute",
-        GATEWAY,
-        "--type=json",
-        "-p",
         r#"[{"op":"replace","path":"/spec/rules/0/matches/0/path/value","value":"/again"}]"#,
-    ])?;
+    )?;
     wait_ok(env, address, "/again")?;
 
     // Back to the shared proxies: the pool and its credentials go.
-    env.admin.run(&[
-        "-n",
-        NS,
-        "patch",
+    patch_pooled(
+        env,
         "gateway",
-        GATEWAY,
-        "--type=json",
-        "-p",
         r#"[{"op":"remove","path":"/spec/infrastructure"}]"#,
-    ])?;
+    )?;
     poll::until(
         "pool Deployment and stream Secret deleted",
         POOL_CAP,
@@ -364,4 +349,11 @@ fn wait_model_labels(env: &Env, model: &str, pool: Option<&str>) -> anyhow::Resu
         ensure!(seen == (Some(model), pool), "labels {labels}");
         Ok(Some(()))
     })
+}
+
+/// A JSON patch to this scenario's object of `kind` (all are named GATEWAY).
+pub fn patch_pooled(env: &Env, kind: &str, patch: &str) -> anyhow::Result<()> {
+    env.admin
+        .run(&["-n", NS, "patch", kind, GATEWAY, "--type=json", "-p", patch])?;
+    Ok(())
 }
