@@ -8,8 +8,10 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use coxswain_api::{ObjectKey, Secret, Snapshot};
-use coxswain_ir::{Config, UnboundSocket};
-use coxswain_stream::{Hub, Published, Reports, Resources, ServingError, serve, serving_config};
+use coxswain_ir::UnboundSocket;
+use coxswain_stream::{
+    Encoder, Hub, Published, Reports, Resources, ServingError, serve, serving_config,
+};
 use coxswain_translate::Output;
 use kube::Client;
 use tokio::net::TcpListener;
@@ -24,8 +26,9 @@ use crate::stream_credentials::ProxyCredentials;
 pub struct StreamFeed {
     credentials: ProxyCredentials,
     published: watch::Sender<Arc<Published>>,
-    /// Each Gateway's last slice, so an unchanged one is not encoded again.
-    slices: BTreeMap<String, (Config, Arc<Resources>)>,
+    /// Each Gateway's encoder (which reuses what did not change) and last
+    /// resources (kept, same `Arc`, while equal).
+    slices: BTreeMap<String, (Encoder, Arc<Resources>)>,
     reports: watch::Receiver<Reports>,
 }
 
@@ -79,17 +82,19 @@ impl StreamFeed {
         let mut slices = BTreeMap::new();
         for gateway in output.dedicated.keys() {
             let slice = output.ir.gateway_slice(gateway);
-            let resources = match self.slices.remove(gateway) {
-                Some((previous, resources)) if previous == slice => resources,
-                _ => match Resources::from_config(&slice) {
-                    Ok(resources) => Arc::new(resources),
-                    Err(e) => {
-                        tracing::error!(%gateway, error = %e, "config stream: cannot encode the config");
-                        continue;
-                    }
-                },
+            let (mut encoder, previous) = match self.slices.remove(gateway) {
+                Some((encoder, previous)) => (encoder, Some(previous)),
+                None => (Encoder::default(), None),
             };
-            slices.insert(gateway.clone(), (slice, resources));
+            let resources = match (encoder.encode(&slice), previous) {
+                (Ok(encoded), Some(previous)) if *previous == encoded => previous,
+                (Ok(encoded), _) => Arc::new(encoded),
+                (Err(e), _) => {
+                    tracing::error!(%gateway, error = %e, "config stream: cannot encode the config");
+                    continue;
+                }
+            };
+            slices.insert(gateway.clone(), (encoder, resources));
         }
         self.slices = slices;
         let published: Published = self

@@ -163,16 +163,19 @@ async fn exchange(
         *progressed = true;
         let version = update.version.clone();
         let answer = match held.apply(&update) {
-            Ok((next, config)) => match applier.apply(&next, config).await {
+            Ok((undo, config)) => match applier.apply(held, config).await {
                 Ok(unbound) => {
-                    *held = next;
+                    drop(undo);
                     tracing::info!(%version, upserts = update.upserts.len(), removals = update.removals.len(), "config stream: update applied");
                     Kind::Ack(Ack {
                         version,
                         unbound: serde_json::to_vec(&unbound).unwrap_or_default(),
                     })
                 }
-                Err(error) => Kind::Nack(Nack { version, error }),
+                Err(error) => {
+                    held.revert(undo);
+                    Kind::Nack(Nack { version, error })
+                }
             },
             Err(e) => Kind::Nack(Nack {
                 version,

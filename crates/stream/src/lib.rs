@@ -17,7 +17,9 @@
     )
 )]
 
+mod assemble;
 pub mod client;
+pub mod encoder;
 pub mod feedback;
 pub mod identity;
 pub mod pki;
@@ -29,9 +31,10 @@ pub mod tls;
 pub mod wire;
 
 pub use client::{Applier, Subscription, subscribe};
+pub use encoder::Encoder;
 pub use feedback::{PoolReport, Reports};
 pub use identity::GatewayIdentity;
 pub use pki::{Authority, Credentials};
-pub use resources::Resources;
+pub use resources::{Resources, Undo};
 pub use server::{Hub, Published, serve};
 pub use serving::{ServingError, serving_config};

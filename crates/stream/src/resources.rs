@@ -2,17 +2,16 @@
 //! carries only what changed: one per socket (its settings and the order of
 //! its listeners), one per listener (its settings and the order of its HTTP
 //! routes), one per HTTP route (named by its rule, so a changed rule is the
-//! only thing sent again), one per cluster and one per filter resource. The version of a set is a digest of its names
-//! and digests, so every controller replica names the same set alike.
+//! only thing sent again), one per cluster and one per filter resource.
+//! The version of a set is a digest of its names and digests, so every
+//! controller replica names the same set alike. Encoding is in `encoder`,
+//! turning a set back into the IR in `assemble`.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use std::sync::Arc;
-
-use coxswain_ir::{
-    Cluster, Config, Extension, Listener, ProxyProtocol, Route, Serve, Socket, Transport,
-};
+use coxswain_ir::{Cluster, Config, Extension, Listener, ProxyProtocol, Route, Socket, Transport};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -38,35 +37,148 @@ pub enum ResourceError {
     Version { got: String, want: String },
 }
 
-/// One resource's digest and JSON body.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One resource's digest and JSON body (and, once a proxy needed it, the
+/// body decoded, so an unchanged resource is not parsed again).
+#[derive(Clone, Debug)]
 pub struct Item {
-    pub digest: String,
-    pub body: Bytes,
+    digest: String,
+    body: Bytes,
+    decoded: OnceLock<Decoded>,
+}
+
+impl Item {
+    pub fn new(body: Bytes) -> Item {
+        Item {
+            digest: digest(&body),
+            body,
+            decoded: OnceLock::new(),
+        }
+    }
+
+    /// SHA-256 of the body, hex.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// JSON.
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// `body` if it matches `digest`.
+    pub fn verified(name: &str, digest_hex: &str, body: Bytes) -> Result<Item, ResourceError> {
+        let item = Item::new(body);
+        if item.digest != digest_hex {
+            return Err(ResourceError::Digest {
+                name: name.to_string(),
+            });
+        }
+        Ok(item)
+    }
+
+    /// The body decoded as the resource `name` names (cached).
+    pub(crate) fn decoded(&self, name: &str) -> Result<&Decoded, ResourceError> {
+        if let Some(decoded) = self.decoded.get() {
+            return Ok(decoded);
+        }
+        let decoded = Decoded::parse(name, &self.body)?;
+        Ok(self.decoded.get_or_init(|| decoded))
+    }
+}
+
+/// The digest names the body.
+impl PartialEq for Item {
+    fn eq(&self, other: &Item) -> bool {
+        self.digest == other.digest
+    }
+}
+
+impl Eq for Item {}
+
+/// A resource's body decoded.
+#[derive(Clone, Debug)]
+pub(crate) enum Decoded {
+    Socket(Arc<SocketHead>),
+    Listener(Arc<ListenerHead>),
+    Route(Arc<Route>),
+    Cluster(Arc<Cluster>),
+    Extension(Arc<Extension>),
+}
+
+impl Decoded {
+    fn parse(name: &str, body: &[u8]) -> Result<Decoded, ResourceError> {
+        Ok(match name.split('/').next().unwrap_or_default() {
+            "socket" => Decoded::Socket(Arc::new(decode(name, body)?)),
+            "listener" => Decoded::Listener(Arc::new(decode(name, body)?)),
+            "route" => Decoded::Route(Arc::new(decode(name, body)?)),
+            "cluster" => Decoded::Cluster(Arc::new(decode(name, body)?)),
+            "extension" => Decoded::Extension(Arc::new(decode(name, body)?)),
+            _ => return Err(ResourceError::Unknown(name.to_string())),
+        })
+    }
+}
+
+/// A set's version as four lanes summed over its entries: adding or
+/// removing one resource updates it in O(1), so neither side hashes the
+/// whole set per update. The entries are SHA-256 of (name, digest) and the
+/// peer is authenticated, so a colliding sum is not a practical concern.
+type Lanes = [u64; 4];
+
+fn entry(name: &str, digest: &str) -> Lanes {
+    let mut hash = Sha256::new();
+    hash.update(name.as_bytes());
+    hash.update([0]);
+    hash.update(digest.as_bytes());
+    let bytes = hash.finalize();
+    let mut lanes = [0u64; 4];
+    for (lane, chunk) in lanes.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        *lane = u64::from_le_bytes(word);
+    }
+    lanes
 }
 
 /// A whole set of resources (what a proxy holds, or should).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Resources {
-    pub items: BTreeMap<String, Item>,
+    items: BTreeMap<String, Item>,
+    sum: Lanes,
+}
+
+/// Equal sets have equal sums and sizes (see [`Lanes`]): O(1).
+impl PartialEq for Resources {
+    fn eq(&self, other: &Resources) -> bool {
+        self.sum == other.sum && self.items.len() == other.items.len()
+    }
+}
+
+impl Eq for Resources {}
+
+/// What [`Resources::apply`] replaced, to put back when the proxy does not
+/// serve the update after all.
+#[derive(Debug, Default)]
+#[must_use]
+pub struct Undo {
+    replaced: Vec<(String, Option<Item>)>,
 }
 
 /// A socket resource: the socket without its listeners, which are named.
-#[derive(Serialize, Deserialize)]
-struct SocketHead {
-    transport: Transport,
-    address: std::net::IpAddr,
-    port: u16,
-    proxy_protocol: Option<ProxyProtocol>,
-    listeners: Vec<String>,
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SocketHead {
+    pub(crate) transport: Transport,
+    pub(crate) address: std::net::IpAddr,
+    pub(crate) port: u16,
+    pub(crate) proxy_protocol: Option<ProxyProtocol>,
+    pub(crate) listeners: Vec<String>,
 }
 
 /// A listener resource: the listener without its HTTP routes, which are
 /// named (in the order they are matched).
-#[derive(Serialize, Deserialize)]
-struct ListenerHead {
-    listener: Listener,
-    routes: Vec<String>,
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ListenerHead {
+    pub(crate) listener: Listener,
+    pub(crate) routes: Vec<String>,
 }
 
 pub fn digest(body: &[u8]) -> String {
@@ -77,7 +189,7 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn socket_name(socket: &Socket) -> String {
+pub(crate) fn socket_name(socket: &Socket) -> String {
     let transport = match socket.transport {
         Transport::Tcp => "tcp",
         Transport::Udp => "udp",
@@ -85,7 +197,7 @@ fn socket_name(socket: &Socket) -> String {
     format!("socket/{transport}/{}", socket.addr())
 }
 
-fn listener_name(socket: &str, listener: &Listener) -> String {
+pub(crate) fn listener_name(socket: &str, listener: &Listener) -> String {
     let owner = listener.listener_set.as_deref().unwrap_or("-");
     let socket = socket.trim_start_matches("socket/");
     format!("listener/{socket}/{owner}/{}", listener.name)
@@ -93,102 +205,59 @@ fn listener_name(socket: &str, listener: &Listener) -> String {
 
 /// A listener's route resource: `route/<listener>/<rule>/<n>`, the n-th
 /// IR route of that rule in the listener (one rule may give several).
-fn route_name(listener: &str, route: &str) -> String {
-    format!("route/{}/{route}", listener.trim_start_matches("listener/"))
+pub(crate) fn route_name(listener: &str, route: &str) -> String {
+    format!("{}{route}", route_prefix(listener))
 }
 
-/// The listener's head and its HTTP routes by name (none for the other
-/// kinds, whose few routes stay inline).
-fn split_routes(listener: &Listener) -> (ListenerHead, Vec<(String, &Arc<Route>)>) {
-    let Serve::Http(routes) = &listener.serve else {
-        let head = ListenerHead {
-            listener: listener.clone(),
-            routes: Vec::new(),
-        };
-        return (head, Vec::new());
-    };
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let named: Vec<(String, &Arc<Route>)> = routes
-        .iter()
-        .map(|route| {
-            let id = &route.id;
-            let rule = format!(
-                "{:?}/{}/{}/{}",
-                id.kind, id.namespace, id.name, id.rule_index
-            );
-            let n = seen.entry(rule.clone()).or_default();
-            *n += 1;
-            (format!("{rule}/{n}"), route)
-        })
-        .collect();
-    let head = ListenerHead {
-        listener: Listener {
-            serve: Serve::Http(Vec::new()),
-            ..listener.clone()
-        },
-        routes: named.iter().map(|(name, _)| name.clone()).collect(),
-    };
-    (head, named)
+/// What every route resource of `listener` starts with.
+pub(crate) fn route_prefix(listener: &str) -> String {
+    format!("route/{}/", listener.trim_start_matches("listener/"))
 }
 
 impl Resources {
+    /// `config` encoded from scratch (see [`crate::encoder::Encoder`] to
+    /// reuse the previous encoding).
     pub fn from_config(config: &Config) -> Result<Resources, ResourceError> {
-        let mut resources = Resources::default();
-        for socket in &config.sockets {
-            let name = socket_name(socket);
-            let mut listeners = Vec::new();
-            for listener in &socket.listeners {
-                let listener_name = listener_name(&name, listener);
-                let (head, routes) = split_routes(listener);
-                for (route, body) in routes {
-                    resources.insert(route_name(&listener_name, &route), &**body)?;
-                }
-                resources.insert(listener_name.clone(), &head)?;
-                listeners.push(listener_name);
-            }
-            let head = SocketHead {
-                transport: socket.transport,
-                address: socket.address,
-                port: socket.port,
-                proxy_protocol: socket.proxy_protocol,
-                listeners,
-            };
-            resources.insert(name, &head)?;
-        }
-        for cluster in &config.clusters {
-            resources.insert(format!("cluster/{}", cluster.name), cluster)?;
-        }
-        for extension in &config.extensions {
-            resources.insert(format!("extension/{}", extension.key), extension)?;
-        }
-        Ok(resources)
+        crate::encoder::Encoder::default().encode(config)
     }
 
-    fn insert(&mut self, name: String, value: &impl Serialize) -> Result<(), ResourceError> {
-        // Whole: a pool's proxy needs its keys and hashes (mTLS in transit).
-        let body = coxswain_ir::reveal::revealing(|| serde_json::to_vec(value)).map_err(|e| {
-            ResourceError::Encode {
-                name: name.clone(),
-                error: e.to_string(),
-            }
-        })?;
-        let item = Item {
-            digest: digest(&body),
-            body: Bytes::from(body),
-        };
-        self.items.insert(name, item);
-        Ok(())
+    pub fn items(&self) -> &BTreeMap<String, Item> {
+        &self.items
     }
 
-    /// The set's name: a digest of the IR version and every (name, digest).
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Adds or replaces `name`, returning what it replaced.
+    pub fn insert(&mut self, name: String, item: Item) -> Option<Item> {
+        add(&mut self.sum, entry(&name, &item.digest));
+        let replaced = self.items.insert(name.clone(), item);
+        if let Some(old) = &replaced {
+            subtract(&mut self.sum, entry(&name, &old.digest));
+        }
+        replaced
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Item> {
+        let removed = self.items.remove(name);
+        if let Some(old) = &removed {
+            subtract(&mut self.sum, entry(name, &old.digest));
+        }
+        removed
+    }
+
+    /// The set's name: a digest of the IR version and the sum of every
+    /// (name, digest) entry.
     pub fn version(&self) -> String {
         let mut hash = Sha256::new();
         hash.update(coxswain_ir::IR_VERSION.to_be_bytes());
-        for (name, item) in &self.items {
-            hash.update(name.as_bytes());
-            hash.update([0]);
-            hash.update(item.digest.as_bytes());
-            hash.update([b'\n']);
+        for lane in self.sum {
+            hash.update(lane.to_le_bytes());
         }
         hex(&hash.finalize())
     }
@@ -210,17 +279,35 @@ impl Resources {
             .items
             .iter()
             .filter(|(name, item)| held.get(*name) != Some(&item.digest))
-            .map(|(name, item)| Resource {
-                name: name.clone(),
-                digest: item.digest.clone(),
-                body: item.body.clone(),
-            })
+            .map(|(name, item)| resource(name, item))
             .collect();
         let removals: Vec<String> = held
             .keys()
             .filter(|name| !self.items.contains_key(*name))
             .cloned()
             .collect();
+        self.update(upserts, removals)
+    }
+
+    /// The update that turns `from` into this set (one walk over both).
+    pub fn update_from(&self, from: &Resources) -> Option<ConfigUpdate> {
+        let mut upserts = Vec::new();
+        let mut removals = Vec::new();
+        let mut old = from.items.iter().peekable();
+        for (name, item) in &self.items {
+            while let Some((gone, _)) = old.next_if(|(o, _)| *o < name) {
+                removals.push(gone.clone());
+            }
+            match old.next_if(|(o, _)| *o == name) {
+                Some((_, was)) if was.digest == item.digest => {}
+                _ => upserts.push(resource(name, item)),
+            }
+        }
+        removals.extend(old.map(|(gone, _)| gone.clone()));
+        self.update(upserts, removals)
+    }
+
+    fn update(&self, upserts: Vec<Resource>, removals: Vec<String>) -> Option<ConfigUpdate> {
         (!upserts.is_empty() || !removals.is_empty()).then(|| ConfigUpdate {
             version: self.version(),
             ir_version: coxswain_ir::IR_VERSION,
@@ -237,121 +324,98 @@ impl Resources {
             .collect()
     }
 
-    /// This set with `update` applied, checked: every body matches its
-    /// digest, the result is the version the update names and it decodes.
-    pub fn apply(&self, update: &ConfigUpdate) -> Result<(Resources, Config), ResourceError> {
+    /// Applies `update` in place, checked: every body matches its digest,
+    /// the result is the version the update names and it decodes. On an
+    /// error the set is as it was; on success, [`Resources::revert`] with
+    /// the returned [`Undo`] puts it back. Costs what the update carries
+    /// plus assembling the config, not a copy of the set.
+    pub fn apply(&mut self, update: &ConfigUpdate) -> Result<(Undo, Config), ResourceError> {
         if update.ir_version != coxswain_ir::IR_VERSION {
             return Err(ResourceError::IrVersion {
                 got: update.ir_version,
                 want: coxswain_ir::IR_VERSION,
             });
         }
-        let mut next = self.clone();
+        let upserts = update
+            .upserts
+            .iter()
+            .map(|r| {
+                Ok((
+                    r.name.clone(),
+                    Item::verified(&r.name, &r.digest, r.body.clone())?,
+                ))
+            })
+            .collect::<Result<Vec<_>, ResourceError>>()?;
+        let mut undo = Undo::default();
         for name in &update.removals {
-            next.items.remove(name);
+            let removed = self.remove(name);
+            undo.replaced.push((name.clone(), removed));
         }
-        for resource in &update.upserts {
-            if digest(&resource.body) != resource.digest {
-                return Err(ResourceError::Digest {
-                    name: resource.name.clone(),
-                });
-            }
-            next.items.insert(
-                resource.name.clone(),
-                Item {
-                    digest: resource.digest.clone(),
-                    body: resource.body.clone(),
-                },
-            );
+        for (name, item) in upserts {
+            let replaced = self.insert(name.clone(), item);
+            undo.replaced.push((name, replaced));
         }
-        let version = next.version();
+        let version = self.version();
         if version != update.version {
+            self.revert(undo);
             return Err(ResourceError::Version {
                 got: version,
                 want: update.version.clone(),
             });
         }
-        let config = next.to_config()?;
+        match self.to_config() {
+            Ok(config) => Ok((undo, config)),
+            Err(e) => {
+                self.revert(undo);
+                Err(e)
+            }
+        }
+    }
+
+    /// This set with `update` applied (a copy; see [`Resources::apply`]).
+    pub fn applied(&self, update: &ConfigUpdate) -> Result<(Resources, Config), ResourceError> {
+        let mut next = self.clone();
+        let (_, config) = next.apply(update)?;
         Ok((next, config))
+    }
+
+    /// Puts back what `undo` recorded.
+    pub fn revert(&mut self, undo: Undo) {
+        for (name, previous) in undo.replaced.into_iter().rev() {
+            match previous {
+                Some(item) => {
+                    self.insert(name, item);
+                }
+                None => {
+                    self.remove(&name);
+                }
+            }
+        }
     }
 
     /// The IR these resources describe.
     pub fn to_config(&self) -> Result<Config, ResourceError> {
-        let mut listeners: BTreeMap<&str, Listener> = BTreeMap::new();
-        let mut routes: BTreeMap<&str, Arc<Route>> = BTreeMap::new();
-        let mut heads = Vec::new();
-        let mut heads_of_listeners = Vec::new();
-        let mut config = Config {
-            ir_version: coxswain_ir::IR_VERSION,
-            ..Config::default()
-        };
-        for (name, item) in &self.items {
-            let kind = name.split('/').next().unwrap_or_default();
-            match kind {
-                "socket" => heads.push((name, decode::<SocketHead>(name, &item.body)?)),
-                "listener" => {
-                    let head: ListenerHead = decode(name, &item.body)?;
-                    listeners.insert(name, head.listener);
-                    heads_of_listeners.push((name, head.routes));
-                }
-                "route" => {
-                    routes.insert(name, Arc::new(decode(name, &item.body)?));
-                }
-                "cluster" => config.clusters.push(decode::<Cluster>(name, &item.body)?),
-                "extension" => config
-                    .extensions
-                    .push(decode::<Extension>(name, &item.body)?),
-                _ => return Err(ResourceError::Unknown(name.clone())),
-            }
-        }
-        for (name, names) in heads_of_listeners {
-            let Some(Listener {
-                serve: Serve::Http(listed),
-                ..
-            }) = listeners.get_mut(name.as_str())
-            else {
-                continue;
-            };
-            for route in names {
-                let key = route_name(name, &route);
-                let found =
-                    routes
-                        .remove(key.as_str())
-                        .ok_or_else(|| ResourceError::MissingRoute {
-                            listener: name.clone(),
-                            route: key.clone(),
-                        })?;
-                listed.push(found);
-            }
-        }
-        for (name, head) in heads {
-            let mut socket = Socket {
-                transport: head.transport,
-                address: head.address,
-                port: head.port,
-                listeners: Vec::new(),
-                proxy_protocol: head.proxy_protocol,
-            };
-            for listener in &head.listeners {
-                let found = listeners.remove(listener.as_str()).ok_or_else(|| {
-                    ResourceError::MissingListener {
-                        socket: name.clone(),
-                        listener: listener.clone(),
-                    }
-                })?;
-                socket.listeners.push(found);
-            }
-            config.sockets.push(socket);
-        }
-        if let Some(orphan) = listeners.keys().chain(routes.keys()).next() {
-            return Err(ResourceError::Unknown(orphan.to_string()));
-        }
-        config.sockets.sort_by(|a, b| {
-            (a.transport, a.address, a.port).cmp(&(b.transport, b.address, b.port))
-        });
-        config.clusters.sort_by(|a, b| a.name.cmp(&b.name));
-        config.extensions.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(config)
+        crate::assemble::assemble(self)
+    }
+}
+
+fn resource(name: &str, item: &Item) -> Resource {
+    Resource {
+        name: name.to_string(),
+        digest: item.digest.clone(),
+        body: item.body.clone(),
+    }
+}
+
+fn add(sum: &mut Lanes, entry: Lanes) {
+    for (lane, e) in sum.iter_mut().zip(entry) {
+        *lane = lane.wrapping_add(e);
+    }
+}
+
+fn subtract(sum: &mut Lanes, entry: Lanes) {
+    for (lane, e) in sum.iter_mut().zip(entry) {
+        *lane = lane.wrapping_sub(e);
     }
 }
 

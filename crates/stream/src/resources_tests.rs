@@ -1,5 +1,6 @@
 use super::*;
 use crate::wire::Resource;
+use coxswain_ir::Serve;
 
 /// A config of one Gateway: two HTTP listeners on a port, a UDP socket,
 /// two clusters.
@@ -53,7 +54,7 @@ fn held(resources: &Resources) -> BTreeMap<String, String> {
 fn a_config_survives_the_cut_into_resources() {
     let config = config(8080);
     let resources = Resources::from_config(&config).unwrap();
-    let names: Vec<_> = resources.items.keys().map(String::as_str).collect();
+    let names: Vec<_> = resources.items().keys().map(String::as_str).collect();
     assert_eq!(
         names,
         [
@@ -82,18 +83,18 @@ fn an_update_carries_only_what_changed_and_lands_on_the_named_version() {
     let sent: Vec<_> = update.upserts.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(sent, ["cluster/ns/a:80"], "one endpoint changed");
     assert!(update.removals.is_empty());
-    let (applied, config) = old.apply(&update).unwrap();
+    let (applied, config) = old.applied(&update).unwrap();
     assert_eq!(applied, new);
     assert_eq!(config, self::config(9090));
 
     // From nothing: everything; back to nothing: only removals.
     let full = new.update_for(&BTreeMap::new()).unwrap();
-    assert_eq!(full.upserts.len(), new.items.len());
+    assert_eq!(full.upserts.len(), new.len());
     let empty = Resources::default().update_for(&held(&new)).unwrap();
     assert!(empty.upserts.is_empty());
-    assert_eq!(empty.removals.len(), new.items.len());
-    let (none, config) = new.apply(&empty).unwrap();
-    assert!(none.items.is_empty() && config.sockets.is_empty());
+    assert_eq!(empty.removals.len(), new.len());
+    let (none, config) = new.applied(&empty).unwrap();
+    assert!(none.is_empty() && config.sockets.is_empty());
 }
 
 #[test]
@@ -105,7 +106,7 @@ fn a_damaged_or_inconsistent_update_is_refused() {
     let mut tampered = update.clone();
     tampered.upserts[0].body = bytes::Bytes::from_static(b"{}");
     assert!(matches!(
-        old.apply(&tampered),
+        old.clone().apply(&tampered),
         Err(ResourceError::Digest { .. })
     ));
 
@@ -116,13 +117,13 @@ fn a_damaged_or_inconsistent_update_is_refused() {
     let mut future = update.clone();
     future.ir_version += 1;
     assert!(matches!(
-        old.apply(&future),
+        old.clone().apply(&future),
         Err(ResourceError::IrVersion { .. })
     ));
 
     // A socket naming a listener that is not there.
     let mut partial = new.clone();
-    partial.items.remove("listener/tcp/0.0.0.0:80/-/a");
+    partial.remove("listener/tcp/0.0.0.0:80/-/a");
     assert!(matches!(
         partial.to_config(),
         Err(ResourceError::MissingListener { .. })
@@ -130,9 +131,7 @@ fn a_damaged_or_inconsistent_update_is_refused() {
 
     // A listener naming a route that is not there.
     let mut partial = new.clone();
-    partial
-        .items
-        .remove("route/tcp/0.0.0.0:80/-/a/Http/ns/a/0/1");
+    partial.remove("route/tcp/0.0.0.0:80/-/a/Http/ns/a/0/1");
     assert!(matches!(
         partial.to_config(),
         Err(ResourceError::MissingRoute { .. })
@@ -149,19 +148,19 @@ fn a_damaged_or_inconsistent_update_is_refused() {
         ..update
     };
     let mut expected = old.clone();
-    expected.items.insert(
-        "cluster/x".into(),
-        Item {
-            digest: digest(&body),
-            body,
-        },
-    );
+    expected.insert("cluster/x".into(), Item::new(body));
     let bad = crate::wire::ConfigUpdate {
         version: expected.version(),
         removals: vec![],
         ..bad
     };
-    assert!(matches!(old.apply(&bad), Err(ResourceError::Decode { .. })));
+    let mut target = old.clone();
+    assert!(matches!(
+        target.apply(&bad),
+        Err(ResourceError::Decode { .. })
+    ));
+    assert_eq!(target, old, "a refused update leaves the set as it was");
+    assert_eq!(target.to_config().unwrap(), self::config(8080));
 }
 
 /// A pool's proxy needs the listener's private key itself: the stream
@@ -175,7 +174,7 @@ fn private_keys_travel_whole() {
     });
     let config: Config = serde_json::from_value(json).unwrap();
     let resources = Resources::from_config(&config).unwrap();
-    let received = Resources::default().apply(&resources.update_for(&BTreeMap::new()).unwrap());
+    let received = Resources::default().applied(&resources.update_for(&BTreeMap::new()).unwrap());
     let (_, received) = received.unwrap();
     assert_eq!(received, config);
     let key = &received.sockets[0].listeners[0]
@@ -210,5 +209,67 @@ fn a_route_change_sends_that_route_only() {
     let sent: Vec<_> = update.upserts.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(sent, ["route/tcp/0.0.0.0:80/-/a/Http/ns/a/0/1"]);
     assert!(update.removals.is_empty());
-    assert_eq!(old.apply(&update).unwrap().1, changed);
+    assert_eq!(old.applied(&update).unwrap().1, changed);
+}
+
+/// The version does not depend on the order resources arrived in, and
+/// the walk between two sets finds the same update as the digest lookup.
+#[test]
+fn versions_name_sets_and_walks_agree_with_lookups() {
+    let old = Resources::from_config(&config(8080)).unwrap();
+    let mut reversed = Resources::default();
+    for (name, item) in old.items().iter().rev() {
+        reversed.insert(name.clone(), item.clone());
+    }
+    assert_eq!(reversed.version(), old.version());
+    let new = Resources::from_config(&config(9090)).unwrap();
+    assert_eq!(new.update_from(&old), new.update_for(&held(&old)));
+    assert_eq!(old.update_from(&old), None);
+    assert_eq!(
+        new.update_from(&Resources::default()),
+        new.update_for(&BTreeMap::new())
+    );
+    assert_eq!(
+        Resources::default().update_from(&new),
+        Resources::default().update_for(&held(&new))
+    );
+}
+
+/// The proxy applies in place; a config its applier refused is reverted,
+/// so the next update (computed against what it acknowledged) still fits.
+#[test]
+fn a_reverted_update_leaves_the_acknowledged_set() {
+    let old = Resources::from_config(&config(8080)).unwrap();
+    let new = Resources::from_config(&config(9090)).unwrap();
+    let mut held = old.clone();
+    let (undo, _) = held.apply(&new.update_from(&old).unwrap()).unwrap();
+    assert_eq!(held, new);
+    held.revert(undo);
+    assert_eq!(held, old);
+    assert_eq!(held.version(), old.version());
+    assert_eq!(held.to_config().unwrap(), config(8080));
+}
+
+/// Whatever the encoder reuses from its last run, its result is what
+/// encoding from scratch gives: a changed cluster and a new route `Arc`
+/// are encoded again.
+#[test]
+fn the_encoder_agrees_with_encoding_from_scratch() {
+    let mut encoder = crate::Encoder::default();
+    let first = encoder.encode(&config(8080)).unwrap();
+    let again = encoder.encode(&config(8080)).unwrap();
+    assert_eq!(again, first);
+    let changed = encoder.encode(&config(9090)).unwrap();
+    assert_eq!(changed, Resources::from_config(&config(9090)).unwrap());
+    let mut moved = config(9090);
+    let Serve::Http(routes) = &mut moved.sockets[0].listeners[0].serve else {
+        panic!("listener a serves HTTP");
+    };
+    let mut route = (*routes[0]).clone();
+    route.hostnames = vec![coxswain_ir::Hostname::parse("a.example.com").unwrap()];
+    routes[0] = std::sync::Arc::new(route);
+    assert_eq!(
+        encoder.encode(&moved).unwrap(),
+        Resources::from_config(&moved).unwrap()
+    );
 }

@@ -4,9 +4,9 @@
 //! whose status writes count); the others answer UNAVAILABLE and the proxy
 //! dials again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::Stream;
@@ -42,6 +42,25 @@ pub struct Hub {
     /// Connections refused: failed handshakes, certificates naming no
     /// Gateway.
     refused: watch::Sender<u64>,
+    diffs: Arc<Mutex<Diffs>>,
+}
+
+/// Updates between two published sets, worked out once for all the
+/// sessions of a Gateway (each would otherwise walk every resource).
+#[derive(Default)]
+struct Diffs {
+    recent: VecDeque<(String, String, Option<ConfigUpdate>)>,
+}
+
+/// Enough for a few Gateways changing at once.
+const KEPT_DIFFS: usize = 64;
+
+/// What a session knows its proxy holds.
+enum Holding {
+    /// What it said in its Hello.
+    Digests(BTreeMap<String, String>),
+    /// A set it acknowledged.
+    Set(Arc<Resources>),
 }
 
 impl Hub {
@@ -55,7 +74,30 @@ impl Hub {
             leading,
             reports,
             refused: watch::Sender::new(0),
+            diffs: Arc::default(),
         }
+    }
+
+    /// The update from `from` to `to`, computed by the first session that
+    /// asks.
+    fn update_between(&self, from: &Resources, to: &Resources) -> Option<ConfigUpdate> {
+        let (from_version, to_version) = (from.version(), to.version());
+        let mut diffs = self.diffs.lock().unwrap_or_else(|e| e.into_inner());
+        let known = diffs
+            .recent
+            .iter()
+            .find(|(f, t, _)| *f == from_version && *t == to_version);
+        if let Some((_, _, update)) = known {
+            return update.clone();
+        }
+        let update = to.update_from(from);
+        if diffs.recent.len() == KEPT_DIFFS {
+            diffs.recent.pop_front();
+        }
+        diffs
+            .recent
+            .push_back((from_version, to_version, update.clone()));
+        update
     }
 
     pub fn refused(&self) -> watch::Receiver<u64> {
@@ -230,8 +272,8 @@ impl Session {
     }
 
     async fn stream(&self, hello: Hello, inbound: &mut Streaming<ProxyMessage>) -> End {
-        let mut held: BTreeMap<String, String> =
-            hello.held.into_iter().map(|h| (h.name, h.digest)).collect();
+        let mut holding =
+            Holding::Digests(hello.held.into_iter().map(|h| (h.name, h.digest)).collect());
         let mut configs = self.hub.configs.clone();
         let mut leading = self.hub.leading.clone();
         // A version the proxies rejected is not offered again.
@@ -244,17 +286,22 @@ impl Session {
             let desired = configs.borrow_and_update().get(&self.gateway).cloned();
             if let Some(desired) = desired {
                 let version = desired.version();
-                match desired.update_for(&held) {
+                let update = match &holding {
+                    Holding::Digests(held) => desired.update_for(held),
+                    Holding::Set(held) => self.hub.update_between(held, &desired),
+                };
+                match update {
                     None if acked.as_ref() != Some(&version) => {
                         // It already serves exactly this (say, from its
                         // last-good copy).
                         self.acknowledged(&version, Vec::new());
                         acked = Some(version);
+                        holding = Holding::Set(desired.clone());
                     }
                     Some(update) if rejected.as_ref() != Some(&version) => {
                         match self.send(update, inbound, &mut leading).await {
                             Ok(Answer::Ack(ack)) if ack.version == version => {
-                                held = desired.digests();
+                                holding = Holding::Set(desired.clone());
                                 let unbound =
                                     serde_json::from_slice(&ack.unbound).unwrap_or_default();
                                 self.acknowledged(&version, unbound);

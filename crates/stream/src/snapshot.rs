@@ -11,7 +11,7 @@ use bytes::Bytes;
 use coxswain_ir::Config;
 use serde::{Deserialize, Serialize};
 
-use crate::resources::{Item, ResourceError, Resources, digest};
+use crate::resources::{Item, ResourceError, Resources};
 
 const FILE: &str = "last-good.json";
 
@@ -53,12 +53,12 @@ pub fn save(dir: &Path, resources: &Resources) -> std::io::Result<()> {
         version: resources.version(),
         ir_version: coxswain_ir::IR_VERSION,
         resources: resources
-            .items
+            .items()
             .iter()
             .map(|(name, item)| StoredResource {
                 name: name.clone(),
-                digest: item.digest.clone(),
-                body: String::from_utf8_lossy(&item.body).into_owned(),
+                digest: item.digest().to_string(),
+                body: String::from_utf8_lossy(item.body()).into_owned(),
             })
             .collect(),
     };
@@ -108,21 +108,9 @@ pub fn load(dir: &Path) -> Result<Option<(Resources, Config)>, SnapshotError> {
     let mut resources = Resources::default();
     for resource in stored.resources {
         let body = Bytes::from(resource.body.into_bytes());
-        if digest(&body) != resource.digest {
-            return Err(verify(
-                ResourceError::Digest {
-                    name: resource.name,
-                }
-                .to_string(),
-            ));
-        }
-        resources.items.insert(
-            resource.name,
-            Item {
-                digest: resource.digest,
-                body,
-            },
-        );
+        let item = Item::verified(&resource.name, &resource.digest, body)
+            .map_err(|e| verify(e.to_string()))?;
+        resources.insert(resource.name, item);
     }
     if resources.version() != stored.version {
         return Err(verify(format!(

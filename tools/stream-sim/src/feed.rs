@@ -1,29 +1,31 @@
 //! From a Snapshot to what the Gateway's pool is sent, as the controller
 //! does it: the memoising `Translator`, the Gateway's slice of the IR, and
-//! the slice as content-addressed resources (encoded again only when the
-//! slice changed, as in `StreamFeed::publish`).
+//! the slice as content-addressed resources (reusing the encoding of what
+//! did not change, and the previous set when nothing did, as in
+//! `StreamFeed::publish`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use coxswain_api::Snapshot;
-use coxswain_ir::{Config, Serve};
-use coxswain_stream::Resources;
+use coxswain_ir::Serve;
+use coxswain_stream::{Encoder, Resources};
 use coxswain_translate::{Options, Translator};
 
 pub struct Feed {
     gateway: String,
     options: Options,
     translator: Translator,
-    slice: Option<(Config, Arc<Resources>)>,
+    encoder: Encoder,
+    resources: Option<Arc<Resources>>,
 }
 
 /// One translation's result and what each step took.
 pub struct Prepared {
     pub resources: Arc<Resources>,
     pub translate: Duration,
-    /// Slicing, comparing with the previous slice and encoding resources.
+    /// Slicing and encoding resources.
     pub encode: Duration,
     /// HTTP routes in the slice.
     pub routes: usize,
@@ -36,7 +38,8 @@ impl Feed {
             gateway: gateway.to_string(),
             options,
             translator: Translator::new(),
-            slice: None,
+            encoder: Encoder::default(),
+            resources: None,
         }
     }
 
@@ -52,9 +55,10 @@ impl Feed {
         }
         let start = Instant::now();
         let slice = output.ir.gateway_slice(&self.gateway);
-        let resources = match self.slice.take() {
-            Some((previous, resources)) if previous == slice => resources,
-            _ => Arc::new(Resources::from_config(&slice).context("encoding the slice")?),
+        let encoded = self.encoder.encode(&slice).context("encoding the slice")?;
+        let resources = match self.resources.take() {
+            Some(previous) if *previous == encoded => previous,
+            _ => Arc::new(encoded),
         };
         let encode = start.elapsed();
         let routes = slice
@@ -67,7 +71,7 @@ impl Feed {
             })
             .sum();
         let clusters = slice.clusters.len();
-        self.slice = Some((slice, resources.clone()));
+        self.resources = Some(resources.clone());
         Ok(Prepared {
             resources,
             translate,

@@ -88,9 +88,9 @@ pub async fn run(settings: &Settings) -> anyhow::Result<Results> {
     let mut current = initial.resources.clone();
     let full_update_bytes = update_len(&current, &BTreeMap::new());
     let largest_resource = current
-        .items
+        .items()
         .iter()
-        .map(|(name, item)| (name.clone(), item.body.len()))
+        .map(|(name, item)| (name.clone(), item.body().len()))
         .max_by_key(|(_, len)| *len)
         .unwrap_or_default();
     if full_update_bytes > CLIENT_DECODE_LIMIT {
@@ -203,7 +203,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<Results> {
         proxies: settings.proxies,
         ir_routes: initial.routes,
         clusters: initial.clusters,
-        resources: current.items.len(),
+        resources: current.len(),
         largest_resource,
         initial_translate: initial.translate,
         initial_encode: initial.encode,
