@@ -88,7 +88,7 @@ pub struct Config {
     /// Sockets to serve, sorted by (transport, address, port).
     pub sockets: Vec<Socket>,
     /// Upstream clusters referenced by routes, sorted by name.
-    pub clusters: Vec<Cluster>,
+    pub clusters: Vec<std::sync::Arc<Cluster>>,
     /// Coxswain filter resources referenced by routes, sorted by key.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<Extension>,
@@ -100,6 +100,7 @@ impl Config {
             .binary_search_by(|c| c.name.as_str().cmp(name))
             .ok()
             .and_then(|i| self.clusters.get(i))
+            .map(|c| &**c)
     }
 
     pub fn extension(&self, key: &ExtensionKey) -> Option<&Extension> {

@@ -247,7 +247,7 @@ async fn an_open_breaker_takes_the_failing_pod_out_and_survives_a_reload() {
     let mut reloaded = (*one_route(port, cluster)).clone();
     reloaded
         .clusters
-        .push(common::cluster("other", &[good.addr]));
+        .push(std::sync::Arc::new(common::cluster("other", &[good.addr])));
     proxy.apply(Arc::new(reloaded)).await;
     for _ in 0..4 {
         assert_eq!(

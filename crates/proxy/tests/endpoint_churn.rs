@@ -63,7 +63,7 @@ async fn endpoint_churn_under_load_fails_nothing_and_recompiles_nothing() {
     let sets = [vec![a.addr, b.addr], vec![b.addr], vec![a.addr]];
     for i in 0..100 {
         let mut next: Config = (*first).clone();
-        next.clusters[0].endpoints = sets[i % 3]
+        std::sync::Arc::make_mut(&mut next.clusters[0]).endpoints = sets[i % 3]
             .iter()
             .map(|&address| Endpoint { address })
             .collect();
@@ -92,7 +92,8 @@ async fn endpoint_churn_under_load_fails_nothing_and_recompiles_nothing() {
 
     // Only b now: every request goes there.
     let mut only_b: Config = (*first).clone();
-    only_b.clusters[0].endpoints = vec![Endpoint { address: b.addr }];
+    std::sync::Arc::make_mut(&mut only_b.clusters[0]).endpoints =
+        vec![Endpoint { address: b.addr }];
     proxy.apply(Arc::new(only_b)).await;
     let hits = a.hits.load(Ordering::SeqCst);
     let client = client();
@@ -106,7 +107,7 @@ async fn endpoint_churn_under_load_fails_nothing_and_recompiles_nothing() {
 
     // A change of the cluster's settings does recompile its routes.
     let mut h2 = (*first).clone();
-    h2.clusters[0].protocol = coxswain_ir::UpstreamProtocol::H2c;
+    std::sync::Arc::make_mut(&mut h2.clusters[0]).protocol = coxswain_ir::UpstreamProtocol::H2c;
     proxy.apply(Arc::new(h2)).await;
     assert_eq!(routes_compiled(&proxy), compiled + 1);
 }

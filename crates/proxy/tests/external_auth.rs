@@ -134,15 +134,18 @@ async fn start_kind(
     let extensions = resources.into_iter().map(|(n, a)| ext(n, a)).collect();
     let mut config = (*config_with_extensions(port, routes, backend.addr, extensions)).clone();
     if kind == RouteKind::Grpc {
-        config.clusters = vec![h2c_cluster("echo", &[backend.addr])];
+        config.clusters = vec![std::sync::Arc::new(h2c_cluster("echo", &[backend.addr]))];
     }
     let down: SocketAddr = ([127, 0, 0, 1], free_port()).into();
-    config.clusters.extend([
-        cluster("http", &[service.http]),
-        h2c_cluster("grpc", &[service.grpc]),
-        cluster("down", &[down]),
-        cluster("empty", &[]),
-    ]);
+    config.clusters.extend(
+        [
+            cluster("http", &[service.http]),
+            h2c_cluster("grpc", &[service.grpc]),
+            cluster("down", &[down]),
+            cluster("empty", &[]),
+        ]
+        .map(std::sync::Arc::new),
+    );
     config.clusters.sort_by(|a, b| a.name.cmp(&b.name));
     let (proxy, _) = start_proxy(std::sync::Arc::new(config)).await;
     (backend, port, proxy)

@@ -22,6 +22,7 @@ pub mod client;
 pub mod encoder;
 pub mod feedback;
 pub mod identity;
+pub mod item;
 pub mod pki;
 pub mod resources;
 pub mod server;

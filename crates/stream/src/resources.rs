@@ -8,13 +8,13 @@
 //! turning a set back into the IR in `assemble`.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use bytes::Bytes;
-use coxswain_ir::{Cluster, Config, Extension, Listener, ProxyProtocol, Route, Socket, Transport};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use coxswain_ir::{Config, Listener, Socket, Transport};
+use sha2::{Digest as _, Sha256};
 
+use crate::assemble::Assembled;
+use crate::item::{Digest, Item};
 use crate::wire::{ConfigUpdate, Held, Resource};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -37,98 +37,17 @@ pub enum ResourceError {
     Version { got: String, want: String },
 }
 
-/// One resource's digest and JSON body (and, once a proxy needed it, the
-/// body decoded, so an unchanged resource is not parsed again).
-#[derive(Clone, Debug)]
-pub struct Item {
-    digest: String,
-    body: Bytes,
-    decoded: OnceLock<Decoded>,
-}
-
-impl Item {
-    pub fn new(body: Bytes) -> Item {
-        Item {
-            digest: digest(&body),
-            body,
-            decoded: OnceLock::new(),
-        }
-    }
-
-    /// SHA-256 of the body, hex.
-    pub fn digest(&self) -> &str {
-        &self.digest
-    }
-
-    /// JSON.
-    pub fn body(&self) -> &Bytes {
-        &self.body
-    }
-
-    /// `body` if it matches `digest`.
-    pub fn verified(name: &str, digest_hex: &str, body: Bytes) -> Result<Item, ResourceError> {
-        let item = Item::new(body);
-        if item.digest != digest_hex {
-            return Err(ResourceError::Digest {
-                name: name.to_string(),
-            });
-        }
-        Ok(item)
-    }
-
-    /// The body decoded as the resource `name` names (cached).
-    pub(crate) fn decoded(&self, name: &str) -> Result<&Decoded, ResourceError> {
-        if let Some(decoded) = self.decoded.get() {
-            return Ok(decoded);
-        }
-        let decoded = Decoded::parse(name, &self.body)?;
-        Ok(self.decoded.get_or_init(|| decoded))
-    }
-}
-
-/// The digest names the body.
-impl PartialEq for Item {
-    fn eq(&self, other: &Item) -> bool {
-        self.digest == other.digest
-    }
-}
-
-impl Eq for Item {}
-
-/// A resource's body decoded.
-#[derive(Clone, Debug)]
-pub(crate) enum Decoded {
-    Socket(Arc<SocketHead>),
-    Listener(Arc<ListenerHead>),
-    Route(Arc<Route>),
-    Cluster(Arc<Cluster>),
-    Extension(Arc<Extension>),
-}
-
-impl Decoded {
-    fn parse(name: &str, body: &[u8]) -> Result<Decoded, ResourceError> {
-        Ok(match name.split('/').next().unwrap_or_default() {
-            "socket" => Decoded::Socket(Arc::new(decode(name, body)?)),
-            "listener" => Decoded::Listener(Arc::new(decode(name, body)?)),
-            "route" => Decoded::Route(Arc::new(decode(name, body)?)),
-            "cluster" => Decoded::Cluster(Arc::new(decode(name, body)?)),
-            "extension" => Decoded::Extension(Arc::new(decode(name, body)?)),
-            _ => return Err(ResourceError::Unknown(name.to_string())),
-        })
-    }
-}
-
 /// A set's version as four lanes summed over its entries: adding or
 /// removing one resource updates it in O(1), so neither side hashes the
 /// whole set per update. The entries are SHA-256 of (name, digest) and the
 /// peer is authenticated, so a colliding sum is not a practical concern.
-type Lanes = [u64; 4];
+pub(crate) type Lanes = [u64; 4];
 
-fn entry(name: &str, digest: &str) -> Lanes {
+pub(crate) fn entry(name: &str, digest: &Digest) -> Lanes {
     let mut hash = Sha256::new();
     hash.update(name.as_bytes());
     hash.update([0]);
-    hash.update(digest.as_bytes());
+    hash.update(digest.0);
     let bytes = hash.finalize();
     let mut lanes = [0u64; 4];
     for (lane, chunk) in lanes.iter_mut().zip(bytes.chunks_exact(8)) {
@@ -142,8 +61,10 @@ fn entry(name: &str, digest: &str) -> Lanes {
 /// A whole set of resources (what a proxy holds, or should).
 #[derive(Clone, Debug, Default)]
 pub struct Resources {
-    items: BTreeMap<String, Item>,
+    items: BTreeMap<Arc<str>, Item>,
     sum: Lanes,
+    /// The config these resources make, once assembled (a proxy's).
+    assembled: Option<Assembled>,
 }
 
 /// Equal sets have equal sums and sizes (see [`Lanes`]): O(1).
@@ -160,33 +81,8 @@ impl Eq for Resources {}
 #[derive(Debug, Default)]
 #[must_use]
 pub struct Undo {
-    replaced: Vec<(String, Option<Item>)>,
-}
-
-/// A socket resource: the socket without its listeners, which are named.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct SocketHead {
-    pub(crate) transport: Transport,
-    pub(crate) address: std::net::IpAddr,
-    pub(crate) port: u16,
-    pub(crate) proxy_protocol: Option<ProxyProtocol>,
-    pub(crate) listeners: Vec<String>,
-}
-
-/// A listener resource: the listener without its HTTP routes, which are
-/// named (in the order they are matched).
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct ListenerHead {
-    pub(crate) listener: Listener,
-    pub(crate) routes: Vec<String>,
-}
-
-pub fn digest(body: &[u8]) -> String {
-    hex(&Sha256::digest(body))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    replaced: Vec<(Arc<str>, Option<Item>)>,
+    assembled: Option<Assembled>,
 }
 
 pub(crate) fn socket_name(socket: &Socket) -> String {
@@ -203,15 +99,15 @@ pub(crate) fn listener_name(socket: &str, listener: &Listener) -> String {
     format!("listener/{socket}/{owner}/{}", listener.name)
 }
 
-/// A listener's route resource: `route/<listener>/<rule>/<n>`, the n-th
-/// IR route of that rule in the listener (one rule may give several).
-pub(crate) fn route_name(listener: &str, route: &str) -> String {
-    format!("{}{route}", route_prefix(listener))
-}
-
-/// What every route resource of `listener` starts with.
+/// What every route resource of `listener` starts with: a route is
+/// `route/<listener>/<rule>/<n>`, the n-th IR route of that rule in the
+/// listener (one rule may give several).
 pub(crate) fn route_prefix(listener: &str) -> String {
     format!("route/{}/", listener.trim_start_matches("listener/"))
+}
+
+pub fn digest(body: &[u8]) -> String {
+    Digest::of(body).to_string()
 }
 
 impl Resources {
@@ -221,7 +117,24 @@ impl Resources {
         crate::encoder::Encoder::default().encode(config)
     }
 
-    pub fn items(&self) -> &BTreeMap<String, Item> {
+    /// Built from entries whose [`entry`] lanes are already known.
+    pub(crate) fn from_entries(entries: Vec<(Arc<str>, Item, Lanes)>) -> Resources {
+        let mut sum = Lanes::default();
+        let items = entries
+            .into_iter()
+            .map(|(name, item, lanes)| {
+                add(&mut sum, lanes);
+                (name, item)
+            })
+            .collect();
+        Resources {
+            items,
+            sum,
+            assembled: None,
+        }
+    }
+
+    pub fn items(&self) -> &BTreeMap<Arc<str>, Item> {
         &self.items
     }
 
@@ -234,19 +147,30 @@ impl Resources {
     }
 
     /// Adds or replaces `name`, returning what it replaced.
-    pub fn insert(&mut self, name: String, item: Item) -> Option<Item> {
-        add(&mut self.sum, entry(&name, &item.digest));
-        let replaced = self.items.insert(name.clone(), item);
-        if let Some(old) = &replaced {
-            subtract(&mut self.sum, entry(&name, &old.digest));
-        }
-        replaced
+    pub fn insert(&mut self, name: Arc<str>, item: Item) -> Option<Item> {
+        self.assembled = None;
+        self.put(name, item)
     }
 
     pub fn remove(&mut self, name: &str) -> Option<Item> {
+        self.assembled = None;
+        self.take(name)
+    }
+
+    fn put(&mut self, name: Arc<str>, item: Item) -> Option<Item> {
+        let added = entry(&name, &item.digest());
+        let removed = self.items.get(&name).map(|old| entry(&name, &old.digest()));
+        add(&mut self.sum, added);
+        if let Some(removed) = removed {
+            subtract(&mut self.sum, removed);
+        }
+        self.items.insert(name, item)
+    }
+
+    fn take(&mut self, name: &str) -> Option<Item> {
         let removed = self.items.remove(name);
         if let Some(old) = &removed {
-            subtract(&mut self.sum, entry(name, &old.digest));
+            subtract(&mut self.sum, entry(name, &old.digest()));
         }
         removed
     }
@@ -259,31 +183,33 @@ impl Resources {
         for lane in self.sum {
             hash.update(lane.to_le_bytes());
         }
-        hex(&hash.finalize())
+        Digest(hash.finalize().into()).to_string()
     }
 
     pub fn held(&self) -> Vec<Held> {
         self.items
             .iter()
             .map(|(name, item)| Held {
-                name: name.clone(),
-                digest: item.digest.clone(),
+                name: name.to_string(),
+                digest: item.digest().to_string(),
             })
             .collect()
     }
 
-    /// The update that turns what a proxy holds (`held`: name → digest)
-    /// into this set; `None` when it holds exactly this.
+    /// The update that turns what a proxy holds (`held`: name → digest,
+    /// hex) into this set; `None` when it holds exactly this.
     pub fn update_for(&self, held: &BTreeMap<String, String>) -> Option<ConfigUpdate> {
         let upserts: Vec<Resource> = self
             .items
             .iter()
-            .filter(|(name, item)| held.get(*name) != Some(&item.digest))
+            .filter(|(name, item)| {
+                held.get(&***name).and_then(|d| Digest::parse(d)) != Some(item.digest())
+            })
             .map(|(name, item)| resource(name, item))
             .collect();
         let removals: Vec<String> = held
             .keys()
-            .filter(|name| !self.items.contains_key(*name))
+            .filter(|name| !self.items.contains_key(name.as_str()))
             .cloned()
             .collect();
         self.update(upserts, removals)
@@ -296,15 +222,26 @@ impl Resources {
         let mut old = from.items.iter().peekable();
         for (name, item) in &self.items {
             while let Some((gone, _)) = old.next_if(|(o, _)| *o < name) {
-                removals.push(gone.clone());
+                removals.push(gone.to_string());
             }
             match old.next_if(|(o, _)| *o == name) {
-                Some((_, was)) if was.digest == item.digest => {}
+                Some((_, was)) if was.digest() == item.digest() => {}
                 _ => upserts.push(resource(name, item)),
             }
         }
-        removals.extend(old.map(|(gone, _)| gone.clone()));
+        removals.extend(old.map(|(gone, _)| gone.to_string()));
         self.update(upserts, removals)
+    }
+
+    /// An update that changes nothing: for a proxy that holds exactly
+    /// this set but must still be told it is the one to serve.
+    pub fn confirmation(&self) -> ConfigUpdate {
+        ConfigUpdate {
+            version: self.version(),
+            ir_version: coxswain_ir::IR_VERSION,
+            upserts: Vec::new(),
+            removals: Vec::new(),
+        }
     }
 
     fn update(&self, upserts: Vec<Resource>, removals: Vec<String>) -> Option<ConfigUpdate> {
@@ -316,11 +253,11 @@ impl Resources {
         })
     }
 
-    /// name → digest.
+    /// name → digest (hex).
     pub fn digests(&self) -> BTreeMap<String, String> {
         self.items
             .iter()
-            .map(|(name, item)| (name.clone(), item.digest.clone()))
+            .map(|(name, item)| (name.to_string(), item.digest().to_string()))
             .collect()
     }
 
@@ -328,7 +265,8 @@ impl Resources {
     /// the result is the version the update names and it decodes. On an
     /// error the set is as it was; on success, [`Resources::revert`] with
     /// the returned [`Undo`] puts it back. Costs what the update carries
-    /// plus assembling the config, not a copy of the set.
+    /// (and, when it adds or removes resources, assembling the config
+    /// again), not a copy of the set.
     pub fn apply(&mut self, update: &ConfigUpdate) -> Result<(Undo, Config), ResourceError> {
         if update.ir_version != coxswain_ir::IR_VERSION {
             return Err(ResourceError::IrVersion {
@@ -341,18 +279,22 @@ impl Resources {
             .iter()
             .map(|r| {
                 Ok((
-                    r.name.clone(),
+                    r.name.as_str(),
                     Item::verified(&r.name, &r.digest, r.body.clone())?,
                 ))
             })
             .collect::<Result<Vec<_>, ResourceError>>()?;
-        let mut undo = Undo::default();
+        let mut undo = Undo {
+            replaced: Vec::new(),
+            assembled: self.assembled.take(),
+        };
         for name in &update.removals {
-            let removed = self.remove(name);
-            undo.replaced.push((name.clone(), removed));
+            let removed = self.take(name);
+            undo.replaced.push((Arc::from(name.as_str()), removed));
         }
         for (name, item) in upserts {
-            let replaced = self.insert(name.clone(), item);
+            let name: Arc<str> = Arc::from(name);
+            let replaced = self.put(name.clone(), item);
             undo.replaced.push((name, replaced));
         }
         let version = self.version();
@@ -363,8 +305,21 @@ impl Resources {
                 want: update.version.clone(),
             });
         }
-        match self.to_config() {
-            Ok(config) => Ok((undo, config)),
+        let patched = undo.assembled.as_ref().and_then(|before| {
+            (update.removals.is_empty())
+                .then(|| before.patched(self, update.upserts.iter().map(|r| r.name.as_str())))
+                .flatten()
+        });
+        let assembled = match patched {
+            Some(assembled) => Ok(assembled),
+            None => Assembled::of(self),
+        };
+        match assembled {
+            Ok(assembled) => {
+                let config = assembled.config().clone();
+                self.assembled = Some(assembled);
+                Ok((undo, config))
+            }
             Err(e) => {
                 self.revert(undo);
                 Err(e)
@@ -384,30 +339,34 @@ impl Resources {
         for (name, previous) in undo.replaced.into_iter().rev() {
             match previous {
                 Some(item) => {
-                    self.insert(name, item);
+                    self.put(name, item);
                 }
                 None => {
-                    self.remove(&name);
+                    self.take(&name);
                 }
             }
         }
+        self.assembled = undo.assembled;
     }
 
     /// The IR these resources describe.
     pub fn to_config(&self) -> Result<Config, ResourceError> {
-        crate::assemble::assemble(self)
+        match &self.assembled {
+            Some(assembled) => Ok(assembled.config().clone()),
+            None => Ok(Assembled::of(self)?.config().clone()),
+        }
     }
 }
 
 fn resource(name: &str, item: &Item) -> Resource {
     Resource {
         name: name.to_string(),
-        digest: item.digest.clone(),
-        body: item.body.clone(),
+        digest: item.digest().to_string(),
+        body: item.body().clone(),
     }
 }
 
-fn add(sum: &mut Lanes, entry: Lanes) {
+pub(crate) fn add(sum: &mut Lanes, entry: Lanes) {
     for (lane, e) in sum.iter_mut().zip(entry) {
         *lane = lane.wrapping_add(e);
     }
@@ -417,13 +376,6 @@ fn subtract(sum: &mut Lanes, entry: Lanes) {
     for (lane, e) in sum.iter_mut().zip(entry) {
         *lane = lane.wrapping_sub(e);
     }
-}
-
-fn decode<T: serde::de::DeserializeOwned>(name: &str, body: &[u8]) -> Result<T, ResourceError> {
-    serde_json::from_slice(body).map_err(|e| ResourceError::Decode {
-        name: name.to_string(),
-        error: e.to_string(),
-    })
 }
 
 #[cfg(test)]

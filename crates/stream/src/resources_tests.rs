@@ -54,7 +54,7 @@ fn held(resources: &Resources) -> BTreeMap<String, String> {
 fn a_config_survives_the_cut_into_resources() {
     let config = config(8080);
     let resources = Resources::from_config(&config).unwrap();
-    let names: Vec<_> = resources.items().keys().map(String::as_str).collect();
+    let names: Vec<_> = resources.items().keys().map(|n| &**n).collect();
     assert_eq!(
         names,
         [
@@ -272,4 +272,49 @@ fn the_encoder_agrees_with_encoding_from_scratch() {
         encoder.encode(&moved).unwrap(),
         Resources::from_config(&moved).unwrap()
     );
+}
+
+/// A proxy patches its last config when an update only replaces routes
+/// or clusters it has, and assembles again otherwise; both give exactly
+/// the config the controller encoded, and a revert gives back the last.
+#[test]
+fn patching_and_assembling_give_the_encoded_config() {
+    let mut encoder = crate::Encoder::default();
+    let mut held = Resources::default();
+    let mut sent = Resources::default();
+    let mut steps = vec![config(8080)];
+    // A changed route (a new Arc), then a changed cluster.
+    let mut next = config(8080);
+    let Serve::Http(routes) = &mut next.sockets[0].listeners[0].serve else {
+        panic!("listener a serves HTTP");
+    };
+    let mut route = (*routes[0]).clone();
+    route.hostnames = vec![coxswain_ir::Hostname::parse("a.example.com").unwrap()];
+    routes[0] = std::sync::Arc::new(route);
+    steps.push(next.clone());
+    let mut cluster = (*next.clusters[0]).clone();
+    cluster.endpoints.clear();
+    next.clusters[0] = std::sync::Arc::new(cluster);
+    steps.push(next.clone());
+    // The same route object served twice: listener b gets a second one
+    // (a new name, so assembled again).
+    let Serve::Http(routes) = &mut next.sockets[0].listeners[1].serve else {
+        panic!("listener any serves HTTP");
+    };
+    routes.push(routes[0].clone());
+    steps.push(next.clone());
+    for step in steps {
+        let encoded = encoder.encode(&step).unwrap();
+        assert_eq!(encoded, Resources::from_config(&step).unwrap());
+        let update = encoded.update_from(&sent).unwrap();
+        let before = held.to_config().unwrap();
+        let (undo, applied) = held.apply(&update).unwrap();
+        assert_eq!(applied, step);
+        assert_eq!(held.to_config().unwrap(), step);
+        held.revert(undo);
+        assert_eq!(held.to_config().unwrap(), before);
+        let (_, applied) = held.apply(&update).unwrap();
+        assert_eq!(applied, step);
+        sent = encoded;
+    }
 }

@@ -272,6 +272,9 @@ impl Session {
     }
 
     async fn stream(&self, hello: Hello, inbound: &mut Streaming<ProxyMessage>) -> End {
+        // A proxy that holds nothing serves nothing yet (and is not ready):
+        // it is sent even an empty config.
+        let mut fresh = hello.held.is_empty();
         let mut holding =
             Holding::Digests(hello.held.into_iter().map(|h| (h.name, h.digest)).collect());
         let mut configs = self.hub.configs.clone();
@@ -290,6 +293,10 @@ impl Session {
                     Holding::Digests(held) => desired.update_for(held),
                     Holding::Set(held) => self.hub.update_between(held, &desired),
                 };
+                let update = match update {
+                    None if fresh => Some(desired.confirmation()),
+                    update => update,
+                };
                 match update {
                     None if acked.as_ref() != Some(&version) => {
                         // It already serves exactly this (say, from its
@@ -302,6 +309,7 @@ impl Session {
                         match self.send(update, inbound, &mut leading).await {
                             Ok(Answer::Ack(ack)) if ack.version == version => {
                                 holding = Holding::Set(desired.clone());
+                                fresh = false;
                                 let unbound =
                                     serde_json::from_slice(&ack.unbound).unwrap_or_default();
                                 self.acknowledged(&version, unbound);

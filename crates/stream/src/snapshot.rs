@@ -11,7 +11,8 @@ use bytes::Bytes;
 use coxswain_ir::Config;
 use serde::{Deserialize, Serialize};
 
-use crate::resources::{Item, ResourceError, Resources};
+use crate::item::Item;
+use crate::resources::{ResourceError, Resources};
 
 const FILE: &str = "last-good.json";
 
@@ -56,7 +57,7 @@ pub fn save(dir: &Path, resources: &Resources) -> std::io::Result<()> {
             .items()
             .iter()
             .map(|(name, item)| StoredResource {
-                name: name.clone(),
+                name: name.to_string(),
                 digest: item.digest().to_string(),
                 body: String::from_utf8_lossy(item.body()).into_owned(),
             })
@@ -110,7 +111,7 @@ pub fn load(dir: &Path) -> Result<Option<(Resources, Config)>, SnapshotError> {
         let body = Bytes::from(resource.body.into_bytes());
         let item = Item::verified(&resource.name, &resource.digest, body)
             .map_err(|e| verify(e.to_string()))?;
-        resources.insert(resource.name, item);
+        resources.insert(resource.name.into(), item);
     }
     if resources.version() != stored.version {
         return Err(verify(format!(

@@ -292,6 +292,25 @@ async fn only_the_leader_serves_and_proxies_come_back_when_it_leads_again() {
     assert_eq!(a.next().await, config("a/gw", 9090));
 }
 
+/// A dedicated Gateway with no usable listener still has a pool: its
+/// fresh proxy is told the (empty) config, so it serves it and turns ready.
+#[tokio::test]
+async fn a_fresh_proxy_of_an_empty_config_is_told_so() {
+    let mut controller = Controller::start(BTreeMap::new()).await;
+    let empty = Arc::new(Resources::default());
+    let version = empty.version();
+    controller
+        .configs
+        .send_replace(Arc::new(BTreeMap::from([("a/gw".to_string(), empty)])));
+    let mut a = controller.proxy("a/gw", Resources::default());
+    let served = a.next().await;
+    assert!(served.sockets.is_empty() && served.clusters.is_empty());
+    let report = controller
+        .report_until("a/gw", |r| r.acked == Some(version.clone()))
+        .await;
+    assert_eq!(report.updates_sent, 1);
+}
+
 #[tokio::test]
 async fn a_gateway_not_published_yet_is_sent_nothing() {
     let mut controller = Controller::start(BTreeMap::new()).await;

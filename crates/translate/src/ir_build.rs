@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use coxswain_api::{ObjectKey, Snapshot, same_objects};
 use coxswain_ir::{
@@ -243,7 +244,7 @@ fn annotated_policy(spec: &ClusterSpec, policy: Option<BackendPolicy>) -> Option
 pub struct ClusterMemo {
     inputs: Snapshot,
     specs: BTreeMap<String, ClusterSpec>,
-    clusters: Vec<Cluster>,
+    clusters: Vec<Arc<Cluster>>,
 }
 
 /// What a cluster is built from besides its spec: endpoints, TLS and
@@ -271,7 +272,7 @@ fn clusters(
         &BackendTrafficIndex<'_>,
     ),
     memo: &mut Option<ClusterMemo>,
-) -> Vec<Cluster> {
+) -> Vec<Arc<Cluster>> {
     if let Some(m) = memo.as_ref()
         && same_objects(&m.inputs.endpoint_slices, &snapshot.endpoint_slices)
         && same_objects(
@@ -290,9 +291,10 @@ fn clusters(
         return m.clusters.clone();
     }
     let slices = SliceIndex::new(snapshot);
-    let clusters: Vec<Cluster> = specs
+    let clusters: Vec<Arc<Cluster>> = specs
         .values()
-        .map(|spec| Cluster {
+        .map(|spec| {
+            Arc::new(Cluster {
             tls: backend_tls.cluster_tls(spec).or_else(|| {
                 spec.requires_tls.then(|| UpstreamTls::Invalid {
                     reason: format!(
@@ -304,6 +306,7 @@ fn clusters(
             policy: annotated_policy(spec, backend_policies.cluster_policy(spec)),
             retry_budget: backend_traffic.cluster_budget(spec),
             ..slices.cluster(spec)
+        })
         })
         .collect();
     *memo = Some(ClusterMemo {

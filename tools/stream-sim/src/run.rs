@@ -90,7 +90,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<Results> {
     let largest_resource = current
         .items()
         .iter()
-        .map(|(name, item)| (name.clone(), item.body().len()))
+        .map(|(name, item)| (name.to_string(), item.body().len()))
         .max_by_key(|(_, len)| *len)
         .unwrap_or_default();
     if full_update_bytes > CLIENT_DECODE_LIMIT {

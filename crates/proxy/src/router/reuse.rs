@@ -220,19 +220,19 @@ mod tests {
 
         let again = compile(&mut cache, &config, &kept);
         let mut other_clusters = Config::default();
-        other_clusters.clusters.push(Cluster {
+        other_clusters.clusters.push(std::sync::Arc::new(Cluster {
             name: "c".into(),
             protocol: coxswain_ir::UpstreamProtocol::Http1,
             endpoints: vec![],
             tls: None,
             policy: None,
             retry_budget: None,
-        });
+        }));
         let with_cluster = compile(&mut cache, &other_clusters, &kept);
         assert!(!Arc::ptr_eq(&again, &with_cluster), "a new cluster");
         // Only its endpoints change: the same cluster, the same route.
         let mut moved = other_clusters.clone();
-        moved.clusters[0].endpoints = vec![coxswain_ir::Endpoint {
+        std::sync::Arc::make_mut(&mut moved.clusters[0]).endpoints = vec![coxswain_ir::Endpoint {
             address: "10.0.0.1:80".parse().unwrap(),
         }];
         assert!(Arc::ptr_eq(
@@ -241,7 +241,8 @@ mod tests {
         ));
         // Its settings change: compiled afresh.
         let mut h2c = moved.clone();
-        h2c.clusters[0].protocol = coxswain_ir::UpstreamProtocol::H2c;
+        std::sync::Arc::make_mut(&mut h2c.clusters[0]).protocol =
+            coxswain_ir::UpstreamProtocol::H2c;
         assert!(!Arc::ptr_eq(
             &with_cluster,
             &compile(&mut cache, &h2c, &kept)

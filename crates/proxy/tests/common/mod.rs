@@ -278,7 +278,7 @@ pub fn config(sockets: Vec<Socket>, mut clusters: Vec<Cluster>) -> Arc<Config> {
     Arc::new(Config {
         ir_version: coxswain_ir::IR_VERSION,
         sockets,
-        clusters,
+        clusters: clusters.into_iter().map(Arc::new).collect(),
         extensions: Vec::new(),
     })
 }

@@ -432,7 +432,7 @@ mod tests {
             retry_budget: None,
         };
         let config = Config {
-            clusters: vec![cluster],
+            clusters: vec![cluster.into()],
             ..Config::default()
         };
         let text = "coxswain_proxy_circuit_breaker_state{upstream=\"ns/api:80\",endpoint=\"10.0.0.1:8080\"} 2\n\

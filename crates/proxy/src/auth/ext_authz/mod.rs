@@ -206,7 +206,7 @@ mod tests {
         let config = Config {
             ir_version: IR_VERSION,
             sockets: Vec::new(),
-            clusters: vec![Cluster {
+            clusters: vec![std::sync::Arc::new(Cluster {
                 name: "auth".into(),
                 protocol: UpstreamProtocol::Http1,
                 endpoints: endpoints
@@ -216,7 +216,7 @@ mod tests {
                 tls: None,
                 policy: None,
                 retry_budget: None,
-            }],
+            })],
             extensions: Vec::new(),
         };
         ClusterSet::compile(&config, None, &BreakerMetrics::default())
