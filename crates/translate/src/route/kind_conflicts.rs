@@ -62,7 +62,9 @@ pub fn resolve<'a>(
     ranked: impl Iterator<Item = (&'a RouteKey, &'a RouteOutcome)>,
 ) -> BTreeMap<RouteKey, Vec<Lost>> {
     // Per listener: the routes kept there, with their hostnames.
-    let mut kept: BTreeMap<(&ObjectKey, usize), Vec<Kept<'_>>> = BTreeMap::new();
+    // Per listener and kind, so a route is compared with its rivals only
+    // (not with every route of its own kind: quadratic at 5,000 routes).
+    let mut kept: BTreeMap<(&ObjectKey, usize, RouteKind), Vec<Kept<'_>>> = BTreeMap::new();
     let mut lost: BTreeMap<RouteKey, Vec<Lost>> = BTreeMap::new();
     for (key, outcome) in ranked {
         let Some(rival) = rival(key.0) else {
@@ -72,18 +74,18 @@ pub fn resolve<'a>(
             let Some(names) = hostnames(&attached.rules) else {
                 continue;
             };
-            let here = kept
-                .entry((&attached.gateway, attached.listener))
-                .or_default();
-            let winner = here
-                .iter()
-                .find(|(other, theirs)| other.0 == rival && overlap(names, theirs));
+            let winner = kept
+                .get(&(&attached.gateway, attached.listener, rival))
+                .and_then(|rivals| rivals.iter().find(|(_, theirs)| overlap(names, theirs)));
             match winner {
                 Some((winner, _)) => lost.entry(key.clone()).or_default().push(Lost {
                     entry,
                     winner: (*winner).clone(),
                 }),
-                None => here.push((key, names)),
+                None => kept
+                    .entry((&attached.gateway, attached.listener, key.0))
+                    .or_default()
+                    .push((key, names)),
             }
         }
     }
