@@ -3,7 +3,8 @@
 # drift, then every test — unit, translator golden files, proxy integration,
 # end-to-end with curl, Kubernetes end-to-end on a real API server — and the
 # upstream Gateway API conformance suite: every test of every claimed profile
-# whose features are all claimed must pass.
+# whose features are all claimed must pass, and GATEWAY-HTTP core with every
+# Gateway on a dedicated proxy pool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
@@ -50,3 +51,6 @@ scripts/h2spec.sh
 
 echo "== Gateway API conformance, every claimed profile and feature (debug binaries from the test build)"
 COXSWAIN_CONFORMANCE_CARGO_PROFILE=dev scripts/conformance.sh
+
+echo "== Gateway API conformance, GATEWAY-HTTP core with every Gateway on a dedicated proxy pool"
+COXSWAIN_CONFORMANCE_CARGO_PROFILE=dev scripts/conformance.sh --dedicated --core-only

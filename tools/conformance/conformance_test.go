@@ -77,8 +77,11 @@ func TestConformance(t *testing.T) {
 			opts.SupportedFeatures = append(opts.SupportedFeatures, features.FeatureName(f))
 		}
 	default:
-		// Leave SupportedFeatures empty: the suite infers them from the
-		// GatewayClass status, the list just checked against Rust.
+		// Claim what the selected profiles hold of the list just checked
+		// against Rust: a run of one profile (say the dedicated-pools run
+		// of GATEWAY-HTTP) does not also run the other profiles' tests.
+		opts.SupportedFeatures = profileFeatures(t, opts.ConformanceProfiles, claimed)
+		supported = opts.SupportedFeatures
 	}
 
 	dir, base := reportLocation(t, opts, started)
@@ -230,6 +233,40 @@ func coreFeatures(t *testing.T, profiles []suite.ConformanceProfileName) []featu
 			if !slices.Contains(out, f) {
 				out = append(out, f)
 			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// profileFeatures is claimed without the features that only other profiles
+// hold (a feature of no profile, such as GRPCRouteNamedRouteRule, stays):
+// a run of one profile does not run the other profiles' tests.
+func profileFeatures(t *testing.T, profiles []suite.ConformanceProfileName, claimed []string) []features.FeatureName {
+	in := func(p suite.ConformanceProfile, f features.FeatureName) bool {
+		return p.CoreFeatures.Has(f) || p.ExtendedFeatures.Has(f)
+	}
+	for _, name := range profiles {
+		if _, ok := knownProfiles[name]; !ok {
+			t.Fatalf("unknown conformance profile %q", name)
+		}
+	}
+	var out []features.FeatureName
+	for _, f := range claimed {
+		feature := features.FeatureName(f)
+		selected, elsewhere := false, false
+		for name, profile := range knownProfiles {
+			if !in(profile, feature) {
+				continue
+			}
+			if slices.Contains(profiles, name) {
+				selected = true
+			} else {
+				elsewhere = true
+			}
+		}
+		if selected || !elsewhere {
+			out = append(out, feature)
 		}
 	}
 	slices.Sort(out)
