@@ -53,8 +53,8 @@ struct ProxyApplier {
 }
 
 impl ProxyApplier {
-    async fn serve(&self, config: Config) -> Vec<UnboundSocket> {
-        let report = self.proxy.apply(Arc::new(config)).await;
+    async fn serve(&self, config: Arc<Config>) -> Vec<UnboundSocket> {
+        let report = self.proxy.apply(config).await;
         for failed in &report.failed {
             tracing::error!(address = %failed.address, transport = ?failed.transport, error = %failed.error, "cannot bind listener");
         }
@@ -73,7 +73,7 @@ impl Applier for ProxyApplier {
     async fn apply(
         &mut self,
         resources: &Resources,
-        config: Config,
+        config: Arc<Config>,
     ) -> Result<Vec<UnboundSocket>, String> {
         let unbound = self.serve(config).await;
         // Served, so it is what a restart without the controller serves.
@@ -129,7 +129,7 @@ pub async fn run(args: ProxyCmdArgs) -> anyhow::Result<()> {
     let held = match snapshot::load(&args.state_dir) {
         Ok(Some((resources, config))) => {
             tracing::info!(version = %resources.version(), "serving the last-good config until the stream answers");
-            applier.serve(config).await;
+            applier.serve(Arc::new(config)).await;
             resources
         }
         Ok(None) => Resources::default(),

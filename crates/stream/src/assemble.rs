@@ -16,7 +16,7 @@ use crate::resources::{ResourceError, Resources, route_prefix};
 /// A config and where its routes and clusters came from.
 #[derive(Clone, Debug)]
 pub(crate) struct Assembled {
-    config: Config,
+    config: Arc<Config>,
     positions: Arc<HashMap<Arc<str>, Position>>,
 }
 
@@ -31,7 +31,7 @@ enum Position {
 }
 
 impl Assembled {
-    pub(crate) fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &Arc<Config> {
         &self.config
     }
 
@@ -43,7 +43,7 @@ impl Assembled {
         resources: &Resources,
         changed: impl Iterator<Item = &'a str>,
     ) -> Option<Assembled> {
-        let mut config = self.config.clone();
+        let mut config = (*self.config).clone();
         for name in changed {
             let item = resources.items().get(name)?;
             match (self.positions.get(name)?, item.decoded(name).ok()?) {
@@ -72,7 +72,7 @@ impl Assembled {
             }
         }
         Some(Assembled {
-            config,
+            config: Arc::new(config),
             positions: self.positions.clone(),
         })
     }
@@ -150,7 +150,7 @@ impl Assembled {
             return Err(ResourceError::Unknown(orphan_route(resources)));
         }
         Ok(Assembled {
-            config,
+            config: Arc::new(config),
             positions: Arc::new(positions),
         })
     }

@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -48,7 +49,7 @@ pub trait Applier: Send {
     fn apply(
         &mut self,
         resources: &Resources,
-        config: Config,
+        config: Arc<Config>,
     ) -> impl Future<Output = Result<Vec<UnboundSocket>, String>> + Send;
 }
 

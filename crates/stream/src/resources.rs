@@ -267,7 +267,7 @@ impl Resources {
     /// the returned [`Undo`] puts it back. Costs what the update carries
     /// (and, when it adds or removes resources, assembling the config
     /// again), not a copy of the set.
-    pub fn apply(&mut self, update: &ConfigUpdate) -> Result<(Undo, Config), ResourceError> {
+    pub fn apply(&mut self, update: &ConfigUpdate) -> Result<(Undo, Arc<Config>), ResourceError> {
         if update.ir_version != coxswain_ir::IR_VERSION {
             return Err(ResourceError::IrVersion {
                 got: update.ir_version,
@@ -331,7 +331,7 @@ impl Resources {
     pub fn applied(&self, update: &ConfigUpdate) -> Result<(Resources, Config), ResourceError> {
         let mut next = self.clone();
         let (_, config) = next.apply(update)?;
-        Ok((next, config))
+        Ok((next, (*config).clone()))
     }
 
     /// Puts back what `undo` recorded.
@@ -352,8 +352,8 @@ impl Resources {
     /// The IR these resources describe.
     pub fn to_config(&self) -> Result<Config, ResourceError> {
         match &self.assembled {
-            Some(assembled) => Ok(assembled.config().clone()),
-            None => Ok(Assembled::of(self)?.config().clone()),
+            Some(assembled) => Ok((**assembled.config()).clone()),
+            None => Ok((**Assembled::of(self)?.config()).clone()),
         }
     }
 }

@@ -309,12 +309,12 @@ fn patching_and_assembling_give_the_encoded_config() {
         let update = encoded.update_from(&sent).unwrap();
         let before = held.to_config().unwrap();
         let (undo, applied) = held.apply(&update).unwrap();
-        assert_eq!(applied, step);
+        assert_eq!(*applied, step);
         assert_eq!(held.to_config().unwrap(), step);
         held.revert(undo);
         assert_eq!(held.to_config().unwrap(), before);
         let (_, applied) = held.apply(&update).unwrap();
-        assert_eq!(applied, step);
+        assert_eq!(*applied, step);
         sent = encoded;
     }
 }

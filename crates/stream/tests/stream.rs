@@ -79,11 +79,15 @@ struct Recorder {
 }
 
 impl Applier for Recorder {
-    async fn apply(&mut self, _: &Resources, config: Config) -> Result<Vec<UnboundSocket>, String> {
+    async fn apply(
+        &mut self,
+        _: &Resources,
+        config: Arc<Config>,
+    ) -> Result<Vec<UnboundSocket>, String> {
         if self.refuse.load(Ordering::SeqCst) {
             return Err("refused by the test".to_string());
         }
-        let _ = self.applied.send(config);
+        let _ = self.applied.send((*config).clone());
         Ok(Vec::new())
     }
 }

@@ -32,7 +32,7 @@ impl Applier for Acker {
     async fn apply(
         &mut self,
         resources: &Resources,
-        _config: Config,
+        _config: std::sync::Arc<Config>,
     ) -> Result<Vec<UnboundSocket>, String> {
         let _ = self.applied.send((self.proxy, resources.version()));
         Ok(Vec::new())
