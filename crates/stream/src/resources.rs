@@ -117,23 +117,6 @@ impl Resources {
         crate::encoder::Encoder::default().encode(config)
     }
 
-    /// Built from entries whose [`entry`] lanes are already known.
-    pub(crate) fn from_entries(entries: Vec<(Arc<str>, Item, Lanes)>) -> Resources {
-        let mut sum = Lanes::default();
-        let items = entries
-            .into_iter()
-            .map(|(name, item, lanes)| {
-                add(&mut sum, lanes);
-                (name, item)
-            })
-            .collect();
-        Resources {
-            items,
-            sum,
-            assembled: None,
-        }
-    }
-
     pub fn items(&self) -> &BTreeMap<Arc<str>, Item> {
         &self.items
     }
@@ -150,6 +133,15 @@ impl Resources {
     pub fn insert(&mut self, name: Arc<str>, item: Item) -> Option<Item> {
         self.assembled = None;
         self.put(name, item)
+    }
+
+    /// Like [`Resources::insert`], with the entry's lanes already known.
+    pub(crate) fn insert_entry(&mut self, name: Arc<str>, item: Item, lanes: Lanes) {
+        self.assembled = None;
+        add(&mut self.sum, lanes);
+        if let Some(old) = self.items.insert(name.clone(), item) {
+            subtract(&mut self.sum, entry(&name, &old.digest()));
+        }
     }
 
     pub fn remove(&mut self, name: &str) -> Option<Item> {
