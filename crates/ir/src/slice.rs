@@ -3,7 +3,7 @@
 //! resources they reference, so a pool never learns another tenant's
 //! backends or credentials.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use crate::{BackendTarget, Config, ExtensionKey, ExtensionSpec, Filter, Serve, WeightedBackend};
 
@@ -35,8 +35,14 @@ impl Config {
                 sockets.push(socket);
             }
         }
+        // Borrowed names: a slice at 5,000 routes walks 10,000 of them.
         let mut refs = References::default();
-        for listener in sockets.iter().flat_map(|s| &s.listeners) {
+        for listener in self
+            .sockets
+            .iter()
+            .flat_map(|s| &s.listeners)
+            .filter(|l| l.gateway == gateway)
+        {
             match &listener.serve {
                 Serve::Http(routes) => {
                     for route in routes {
@@ -55,52 +61,51 @@ impl Config {
             .extensions
             .iter()
             .filter(|e| refs.extensions.contains(&e.key))
-            .cloned()
             .collect();
         for extension in &extensions {
             if let ExtensionSpec::ExternalAuth(auth) = &extension.spec {
-                refs.clusters.insert(auth.cluster.clone());
+                refs.clusters.insert(auth.cluster.as_str());
             }
         }
         let clusters = self
             .clusters
             .iter()
-            .filter(|c| refs.clusters.contains(&c.name))
+            .filter(|c| refs.clusters.contains(c.name.as_str()))
             .cloned()
             .collect();
         Config {
             ir_version: self.ir_version,
             sockets,
             clusters,
-            extensions,
+            extensions: extensions.into_iter().cloned().collect(),
         }
     }
 }
 
 #[derive(Default)]
-struct References {
-    clusters: BTreeSet<String>,
-    extensions: BTreeSet<ExtensionKey>,
+struct References<'a> {
+    clusters: HashSet<&'a str>,
+    extensions: HashSet<&'a ExtensionKey>,
 }
 
-impl References {
-    fn backends(&mut self, backends: &[WeightedBackend]) {
+impl<'a> References<'a> {
+    fn backends(&mut self, backends: &'a [WeightedBackend]) {
         for backend in backends {
             if let BackendTarget::Cluster(name) = &backend.target {
-                self.clusters.insert(name.clone());
+                self.clusters.insert(name.as_str());
             }
             self.filters(&backend.filters);
         }
     }
 
-    fn filters(&mut self, filters: &[Filter]) {
+    fn filters(&mut self, filters: &'a [Filter]) {
         for filter in filters {
             match filter {
                 Filter::Mirror(mirror) => {
-                    self.clusters.insert(mirror.cluster.clone());
+                    self.clusters.insert(mirror.cluster.as_str());
                 }
                 Filter::Extension(key) => {
-                    self.extensions.insert(key.clone());
+                    self.extensions.insert(key);
                 }
                 _ => {}
             }

@@ -137,14 +137,17 @@ pub fn build_config(
     // of them is referenced by the IR; the map is already sorted by name.
     // The authorization services those rules ask are clusters too.
     let keys = extension_keys(&sockets);
-    let mut specs = cluster_specs.clone();
+    // Copied only when Ingress or ExternalAuth add clusters of their own.
+    let mut specs = std::borrow::Cow::Borrowed(cluster_specs);
     for spec in &ingress.clusters {
-        specs
-            .entry(spec.name.clone())
-            .or_insert_with(|| spec.clone());
+        if !specs.contains_key(&spec.name) {
+            specs.to_mut().insert(spec.name.clone(), spec.clone());
+        }
     }
     for spec in crate::extension::clusters(snapshot, &keys) {
-        specs.entry(spec.name.clone()).or_insert(spec);
+        if !specs.contains_key(&spec.name) {
+            specs.to_mut().insert(spec.name.clone(), spec);
+        }
     }
     let clusters = clusters(
         snapshot,
