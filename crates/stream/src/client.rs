@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio_rustls::TlsConnector;
 use tonic::Request;
 
+use crate::parts::Joiner;
 use crate::pki::Credentials;
 use crate::resources::Resources;
 use crate::wire::{Ack, Hello, Nack, ProxyMessage, SUBSCRIBE_PATH, proxy_message::Kind};
@@ -160,9 +161,25 @@ async fn exchange(
         )
         .await?;
     let mut updates: tonic::Streaming<crate::wire::ConfigUpdate> = response.into_inner();
-    while let Some(update) = updates.message().await? {
+    let mut joiner = Joiner::default();
+    while let Some(part) = updates.message().await? {
         *progressed = true;
-        let version = update.version.clone();
+        let version = part.version.clone();
+        let update = match joiner.push(part, MAX_UPDATE_BYTES) {
+            Ok(Some(update)) => update,
+            Ok(None) => continue,
+            Err(e) => {
+                let nack = Nack {
+                    version,
+                    error: e.to_string(),
+                };
+                tracing::error!(version = %nack.version, error = %nack.error, "config stream: update rejected; serving the previous config");
+                if tx.send(message(Kind::Nack(nack))).await.is_err() {
+                    break;
+                }
+                continue;
+            }
+        };
         let answer = match held.apply(&update) {
             Ok((undo, config)) => match applier.apply(held, config).await {
                 Ok(unbound) => {

@@ -23,6 +23,7 @@ pub mod encoder;
 pub mod feedback;
 pub mod identity;
 pub mod item;
+pub mod parts;
 pub mod pki;
 pub mod resources;
 pub mod server;

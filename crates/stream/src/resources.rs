@@ -233,6 +233,7 @@ impl Resources {
             ir_version: coxswain_ir::IR_VERSION,
             upserts: Vec::new(),
             removals: Vec::new(),
+            more: false,
         }
     }
 
@@ -242,6 +243,7 @@ impl Resources {
             ir_version: coxswain_ir::IR_VERSION,
             upserts,
             removals,
+            more: false,
         })
     }
 

@@ -359,8 +359,10 @@ impl Session {
         leading: &mut watch::Receiver<bool>,
     ) -> Result<Answer, End> {
         let bytes = prost::Message::encoded_len(&update) as u64;
-        if self.out.send(Ok(update)).await.is_err() {
-            return Err(End::Proxy);
+        for part in crate::parts::split(update, crate::parts::PART_BYTES) {
+            if self.out.send(Ok(part)).await.is_err() {
+                return Err(End::Proxy);
+            }
         }
         self.hub.report(&self.gateway, |r| {
             r.updates_sent += 1;

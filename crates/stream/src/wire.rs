@@ -86,6 +86,10 @@ pub struct ConfigUpdate {
     pub upserts: Vec<Resource>,
     #[prost(string, repeated, tag = "4")]
     pub removals: Vec<String>,
+    /// More parts of this update follow (see `parts`); the proxy applies
+    /// and answers the joined update after the last.
+    #[prost(bool, tag = "5")]
+    pub more: bool,
 }
 
 /// One piece of a Gateway's IR (see `resources`).

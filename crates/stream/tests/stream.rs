@@ -296,6 +296,41 @@ async fn only_the_leader_serves_and_proxies_come_back_when_it_leads_again() {
     assert_eq!(a.next().await, config("a/gw", 9090));
 }
 
+/// An update over `PART_BYTES` travels in parts and is applied (and
+/// counted, and acknowledged) once, whole.
+#[tokio::test]
+async fn a_large_update_arrives_in_parts_and_is_applied_once() {
+    let mut controller = Controller::start(BTreeMap::new()).await;
+    let mut big = config("a/gw", 8080);
+    let coxswain_ir::Serve::Http(routes) = &mut big.sockets[0].listeners[0].serve else {
+        panic!("the test listener serves HTTP");
+    };
+    let template = (*routes[0]).clone();
+    for i in 1..8000u32 {
+        let mut route = template.clone();
+        route.id.rule_index = i;
+        routes.push(Arc::new(route));
+    }
+    let resources = Arc::new(Resources::from_config(&big).unwrap());
+    let whole = resources.update_from(&Resources::default()).unwrap();
+    let bytes: usize = whole.upserts.iter().map(|r| r.body.len()).sum();
+    assert!(
+        bytes > 2 * coxswain_stream::parts::PART_BYTES,
+        "{bytes} bytes"
+    );
+    let version = resources.version();
+    controller
+        .configs
+        .send_replace(Arc::new(BTreeMap::from([("a/gw".to_string(), resources)])));
+    let mut a = controller.proxy("a/gw", Resources::default());
+    assert_eq!(a.next().await, big);
+    let report = controller
+        .report_until("a/gw", |r| r.acked == Some(version.clone()))
+        .await;
+    assert_eq!(report.updates_sent, 1);
+    assert!(a.configs.try_recv().is_err(), "applied once");
+}
+
 /// A dedicated Gateway with no usable listener still has a pool: its
 /// fresh proxy is told the (empty) config, so it serves it and turns ready.
 #[tokio::test]
