@@ -106,10 +106,6 @@ pub(crate) fn route_prefix(listener: &str) -> String {
     format!("route/{}/", listener.trim_start_matches("listener/"))
 }
 
-pub fn digest(body: &[u8]) -> String {
-    Digest::of(body).to_string()
-}
-
 impl Resources {
     /// `config` encoded from scratch (see [`crate::encoder::Encoder`] to
     /// reuse the previous encoding).

@@ -142,7 +142,7 @@ fn a_damaged_or_inconsistent_update_is_refused() {
     let bad = crate::wire::ConfigUpdate {
         upserts: vec![Resource {
             name: "cluster/x".into(),
-            digest: digest(&body),
+            digest: crate::item::Digest::of(&body).to_string(),
             body: body.clone(),
         }],
         ..update
