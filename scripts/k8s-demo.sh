@@ -3,9 +3,13 @@
 # (stand-in kubelet) and `coxswain controller`, ready for
 # `kubectl apply -f examples/kubernetes/`. See docs/kubernetes.md.
 #
-#   scripts/k8s-demo.sh up       build, start cluster + fakelet + controller
-#   scripts/k8s-demo.sh down     stop all of it (idempotent)
-#   scripts/k8s-demo.sh status   what runs
+#   scripts/k8s-demo.sh up [--release]  build, start cluster + fakelet + controller
+#   scripts/k8s-demo.sh down             stop all of it (idempotent)
+#   scripts/k8s-demo.sh status           what runs
+#
+# `up` builds debug binaries (quick to build, about three times slower to
+# translate and apply); `--release` builds and runs optimised ones, the
+# ones to measure with (docs/kubernetes.md).
 #
 # Gateways get addresses from COXSWAIN_DEMO_POOL (default 10.214.0.0/24),
 # reachable inside the node namespace only: curl them with
@@ -20,7 +24,7 @@ ADMIN_ADDRESS="127.0.0.1:9901"
 NETNS="${COXSWAIN_NETNS:-coxswain-node}"
 NODE_IP="${COXSWAIN_NODE_PREFIX:-10.213.0}.2"
 NODE_NAME="coxswain-node"
-OUT="${CARGO_TARGET_DIR:-$repo/target}/debug"
+PROFILE=debug
 ECHO_BASIC="${XDG_CACHE_HOME:-$HOME/.cache}/coxswain/bin/echo-basic"
 
 log() { printf '[demo] %s\n' "$*" >&2; }
@@ -67,8 +71,10 @@ cmd_up() {
   [ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
   local t=$SECONDS
   mkdir -p "$RUN"
-  log "building coxswain and the fakelet (debug), echo-basic"
-  (cd "$repo" && cargo build --quiet -p coxswain -p coxswain-fakelet)
+  log "building coxswain and the fakelet ($PROFILE), echo-basic"
+  local release=()
+  [ "$PROFILE" = release ] && release=(--release)
+  (cd "$repo" && cargo build --quiet "${release[@]}" -p coxswain -p coxswain-fakelet)
   "$repo/tools/fakelet/build-echo-basic.sh" >&2
   "$repo/scripts/cluster.sh" up > "$RUN/cluster-env.sh"
   # shellcheck disable=SC1091
@@ -106,9 +112,16 @@ cmd_status() {
   return "$rc"
 }
 
+case "${2:-}" in
+  "") ;;
+  --release) PROFILE=release ;;
+  *) sed -n '2,16p' "$0"; exit 2 ;;
+esac
+OUT="${CARGO_TARGET_DIR:-$repo/target}/$PROFILE"
+
 case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
-  *) sed -n '2,12p' "$0"; exit 2 ;;
+  *) sed -n '2,16p' "$0"; exit 2 ;;
 esac
