@@ -29,6 +29,12 @@ impl<T: AsyncRead + Unpin> AsyncRead for Rewind<T> {
             let n = self.prefix.len().min(buf.remaining());
             let chunk = self.prefix.split_to(n);
             buf.put_slice(&chunk);
+            if self.prefix.is_empty() {
+                // An emptied `Bytes` still holds the buffer it came from
+                // (a KiB or more): let it go, or every connection keeps it
+                // for its whole life.
+                self.prefix = Bytes::new();
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut self.inner).poll_read(cx, buf)
@@ -77,5 +83,20 @@ mod tests {
         let mut out = String::new();
         io.read_to_string(&mut out).await.unwrap();
         assert_eq!(out, "hello world");
+    }
+
+    #[tokio::test]
+    async fn a_replayed_prefix_lets_go_of_its_buffer() {
+        // The buffer the first bytes were read into (with room to spare).
+        let mut read = bytes::BytesMut::with_capacity(1024);
+        read.extend_from_slice(b"GET / HTTP/1.1\r\n");
+        let original = read.freeze();
+        let inner = std::io::Cursor::new(b"rest".to_vec());
+        let mut io = Rewind::new(original.clone(), inner);
+        let mut first = vec![0; original.len()];
+        io.read_exact(&mut first).await.unwrap();
+        assert_eq!(first, original);
+        // Still connected, prefix replayed: only the test holds the buffer.
+        assert!(original.is_unique());
     }
 }
