@@ -16,9 +16,11 @@
     )
 )]
 
+mod compact;
 mod key;
 mod kinds;
 
+pub use compact::compact;
 pub use key::ObjectKey;
 pub use kinds::{ApiObject, Kind, KindVisitor, Object, Snapshot, same_objects};
 

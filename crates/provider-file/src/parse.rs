@@ -121,6 +121,7 @@ fn parse_source(
                     errors.push(err(line, column, message));
                 }
                 if ok {
+                    coxswain_api::compact(&mut object);
                     out.push(Parsed {
                         object,
                         line: first_line,

@@ -74,7 +74,9 @@ fn spawn<K: ApiObject>(
         let slim = |mut object: K| {
             // Managed fields are large and never read.
             object.meta_mut().managed_fields = None;
-            wrap(object)
+            let mut object = wrap(object);
+            coxswain_api::compact(&mut object);
+            object
         };
         while let Some(event) = stream.next().await {
             let change = match event {

@@ -1,7 +1,7 @@
 //! A route rule compiled for serving: its matches, its request pipeline
 //! stages, weighted backends and metric handles.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use coxswain_ir::{BackendTarget, Filter, MatchSpecificity, Route, RouteId, Timeouts};
 
@@ -76,8 +76,9 @@ pub struct CompiledRoute {
     /// The rule's session persistence.
     pub session: Option<SessionPolicy>,
     pub metrics: Arc<RouteMetrics>,
-    /// Counters for responses with no upstream (redirects, 500s).
-    pub local_counters: Arc<StatusCounters>,
+    /// Counters for responses with no upstream (redirects, 500s): made
+    /// on the first such response, as most routes never answer locally.
+    local_counters: OnceLock<Arc<StatusCounters>>,
 }
 
 /// `ns/name/rule` where rule is the rule name or index.
@@ -131,10 +132,16 @@ impl CompiledRoute {
             timeouts: route.timeouts.clone(),
             retry: RetryPolicy::compile(route.retry.as_ref()),
             session: route.session.as_ref().and_then(SessionPolicy::compile),
-            local_counters: route_metrics.upstream(""),
+            local_counters: OnceLock::new(),
             metrics: route_metrics,
             label,
         })
+    }
+
+    /// Counters for responses no upstream gave.
+    pub fn local_counters(&self) -> &Arc<StatusCounters> {
+        self.local_counters
+            .get_or_init(|| self.metrics.upstream(""))
     }
 
     /// The request stages in the order they run, by the IR filter each

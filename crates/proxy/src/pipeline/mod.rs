@@ -73,7 +73,7 @@ impl<'r> Forwarded<'r> {
     pub fn local(route: &'r CompiledRoute, status: StatusCode, text: &'static str) -> Self {
         Forwarded {
             response: plain(status, text),
-            counters: &route.local_counters,
+            counters: route.local_counters(),
         }
     }
 }
@@ -102,7 +102,7 @@ pub async fn serve<'r>(
         }
         return Forwarded {
             response,
-            counters: &route.local_counters,
+            counters: route.local_counters(),
         };
     }
     let body = std::mem::replace(&mut ctx.body, RequestBody::Broken);
@@ -122,7 +122,7 @@ pub async fn serve<'r>(
             }
             return Forwarded {
                 response,
-                counters: &route.local_counters,
+                counters: route.local_counters(),
             };
         }
         RequestBody::Broken => {

@@ -269,6 +269,9 @@ fn route_outcome(
         };
         parents.push(parent_status(&compiled, &parent, outcome, options));
     }
+    // Outcomes are kept while their route is unchanged, one per route:
+    // no spare room (a pushed-to list keeps room for four).
+    parents.shrink_to_fit();
     let mut out = RouteOutcome {
         status: (!parents.is_empty()).then(|| Arc::new(RouteStatus { parents })),
         ..RouteOutcome::default()
@@ -288,6 +291,8 @@ fn route_outcome(
             rules: compiled.ir_rules(&hostnames),
         });
     }
+    out.clusters.shrink_to_fit();
+    out.listeners.shrink_to_fit();
     out
 }
 
