@@ -175,8 +175,10 @@ PY
         -H "Host: h$last.example.com"; then
         NOTES+=("coxswain with $count routes: did not serve the last route"); stop_pid "$pid"; return
     fi
-    printf 'routes\tcoxswain\t%s\t%s\n' "$count" "$(rss_kib "$pid")" >>"$RESULTS"
-    echo "  coxswain with $count routes: RSS $(rss_kib "$pid") KiB" >&2
+    local anon
+    anon=$(awk '/^RssAnon:/ { print $2 }' "/proc/$pid/status")
+    printf 'routes\tcoxswain\t%s\t%s\t%s\n' "$count" "$(rss_kib "$pid")" "$anon" >>"$RESULTS"
+    echo "  coxswain with $count routes: RSS $(rss_kib "$pid") KiB, anonymous $anon KiB" >&2
     stop_pid "$pid"
 }
 

@@ -4,7 +4,8 @@
 usage: render_memory_table.py RESULTS.tsv CONNECTIONS GIT_REV [NOTE...]
 
 Rows: `idle PROXY PROTOCOL READY FAILED RSS_BEFORE RSS_AFTER` (KiB) and
-`routes coxswain COUNT RSS` (KiB).
+`routes coxswain COUNT RSS ANON` (KiB; ANON: RssAnon, the process's own
+memory, without the binary's shared file pages).
 """
 
 import datetime
@@ -21,7 +22,8 @@ def main() -> int:
             if row[0] == "idle":
                 idle.append(row[1:])
             elif row[0] == "routes":
-                routes.append((int(row[2]), int(row[3])))
+                anon = int(row[4]) if len(row) > 4 else 0
+                routes.append((int(row[2]), int(row[3]), anon))
     out = [
         f"# Memory — {datetime.date.today().isoformat()}, git {rev}",
         "",
@@ -40,18 +42,19 @@ def main() -> int:
         )
     if routes:
         routes.sort()
-        base_count, base_rss = routes[0]
+        base_count, base_rss, base_anon = routes[0]
         out += [
             "",
             "`coxswain run` serving N HTTPRoutes (one hostname and path each), after a request",
-            "to the last one:",
+            "to the last one. Anonymous: RSS without the binary's file pages (shared, and",
+            "reclaimable by the kernel):",
             "",
-            "| routes | RSS (MiB) | KiB per route above the smallest config |",
-            "|---:|---:|---:|",
+            "| routes | RSS (MiB) | anonymous (MiB) | KiB per route above the smallest config |",
+            "|---:|---:|---:|---:|",
         ]
-        for count, rss in routes:
+        for count, rss, anon in routes:
             per = (rss - base_rss) / (count - base_count) if count > base_count else float("nan")
-            out.append(f"| {count} | {rss / 1024:.1f} | {per:.2f} |")
+            out.append(f"| {count} | {rss / 1024:.1f} | {anon / 1024:.1f} | {per:.2f} |")
     if notes:
         out += ["", "Notes:", ""] + [f"- {note}" for note in notes]
     print("\n".join(out))
