@@ -11,6 +11,17 @@ use std::sync::Arc;
 use crate::Object;
 use crate::gw::{grpcroutes, httproutes};
 
+/// The lists TLS, TCP and UDP routes share (each kind its own types).
+macro_rules! l4_route {
+    ($spec:expr) => {{
+        shrink_some(&mut $spec.parent_refs);
+        $spec.rules.shrink_to_fit();
+        for rule in &mut $spec.rules {
+            rule.backend_refs.shrink_to_fit();
+        }
+    }};
+}
+
 /// Shrinks the lists of a freshly decoded route to their length. Objects
 /// already shared (another `Arc` holds them) and other kinds are left as
 /// they are.
@@ -28,33 +39,18 @@ pub fn compact(object: &mut Object) {
         }
         Object::TlsRoute(route) => {
             if let Some(route) = Arc::get_mut(route) {
-                let spec = &mut route.spec;
-                shrink_some(&mut spec.parent_refs);
-                spec.hostnames.shrink_to_fit();
-                spec.rules.shrink_to_fit();
-                spec.rules
-                    .iter_mut()
-                    .for_each(|r| r.backend_refs.shrink_to_fit());
+                route.spec.hostnames.shrink_to_fit();
+                l4_route!(route.spec);
             }
         }
         Object::TcpRoute(route) => {
             if let Some(route) = Arc::get_mut(route) {
-                let spec = &mut route.spec;
-                shrink_some(&mut spec.parent_refs);
-                spec.rules.shrink_to_fit();
-                spec.rules
-                    .iter_mut()
-                    .for_each(|r| r.backend_refs.shrink_to_fit());
+                l4_route!(route.spec);
             }
         }
         Object::UdpRoute(route) => {
             if let Some(route) = Arc::get_mut(route) {
-                let spec = &mut route.spec;
-                shrink_some(&mut spec.parent_refs);
-                spec.rules.shrink_to_fit();
-                spec.rules
-                    .iter_mut()
-                    .for_each(|r| r.backend_refs.shrink_to_fit());
+                l4_route!(route.spec);
             }
         }
         _ => {}
