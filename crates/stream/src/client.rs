@@ -25,7 +25,9 @@ use crate::wire::{Ack, Hello, Nack, ProxyMessage, SUBSCRIBE_PATH, proxy_message:
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+// Short enough that a proxy finds a new leader within a few seconds of
+// the Lease changing hands; a fleet redialling every 2-3 s costs nothing.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// A first update carries the Gateway's whole config: gRPC's default 4 MiB
 /// is about 4,000 routes on one listener. The peer is our own authenticated
 /// controller, so the bound only guards against a runaway.

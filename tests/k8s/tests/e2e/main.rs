@@ -153,7 +153,9 @@ fn run(selected: &[&(&str, Scenario)]) -> anyhow::Result<(usize, usize)> {
     let setup_started = Instant::now();
     let mut env = Env::start()?;
     println!("setup ok ({:.1}s)", setup_started.elapsed().as_secs_f64());
-    let (mut passed, mut failed) = (0, 0);
+    let mut passed = 0;
+    // Repeated after the log tails, so a truncated CI log still names them.
+    let mut failures = Vec::new();
     for (name, scenario) in selected {
         let started = Instant::now();
         let outcome = catch_unwind(AssertUnwindSafe(|| scenario(&mut env)));
@@ -164,19 +166,26 @@ fn run(selected: &[&(&str, Scenario)]) -> anyhow::Result<(usize, usize)> {
                 println!("scenario {name} ... ok ({seconds:.1}s)");
             }
             Ok(Err(error)) => {
-                failed += 1;
-                println!("scenario {name} ... FAILED ({seconds:.1}s): {error:#}");
+                let line = format!("scenario {name} ... FAILED ({seconds:.1}s): {error:#}");
+                println!("{line}");
+                failures.push(line);
             }
             Err(_) => {
-                failed += 1;
-                println!("scenario {name} ... FAILED ({seconds:.1}s): panicked");
+                let line = format!("scenario {name} ... FAILED ({seconds:.1}s): panicked");
+                println!("{line}");
+                failures.push(line);
             }
         }
     }
+    let failed = failures.len();
     if failed > 0 {
         println!("controller log tail:\n{}", env.controller.log_tail(40));
         println!("fakelet log tail:\n{}", env.fakelet.log_tail(20));
         println!("logs in {}", env.cluster.run_dir.display());
+        println!("failed scenarios:");
+        for line in &failures {
+            println!("  {line}");
+        }
     }
     let teardown = Instant::now();
     drop(env);
