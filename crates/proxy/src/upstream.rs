@@ -111,6 +111,11 @@ impl fmt::Display for ViaError {
     }
 }
 
+/// `ip:port` as an authority, with one allocation.
+fn endpoint_authority(endpoint: SocketAddr) -> Option<Authority> {
+    crate::http::stack_fmt::with_formatted(&endpoint, |b| Authority::try_from(b))?.ok()
+}
+
 /// The upstream URI. HTTP/1.1 addresses the endpoint (the pool key) and
 /// keeps `Host`; h2c moves the host into `:authority`, as HTTP/2 expects.
 pub fn upstream_uri(
@@ -120,10 +125,10 @@ pub fn upstream_uri(
     path_and_query: String,
 ) -> Option<Uri> {
     let (scheme, authority) = match via {
-        Via::Http1 => ("http", Authority::try_from(endpoint.to_string()).ok()?),
+        Via::Http1 => ("http", endpoint_authority(endpoint)?),
         // HTTP/1.1 or HTTP/2 as the backend chooses: the TLS layer moves
         // Host into `:authority` when it is HTTP/2.
-        Via::Tls(..) => ("https", Authority::try_from(endpoint.to_string()).ok()?),
+        Via::Tls(..) => ("https", endpoint_authority(endpoint)?),
         Via::H2c => ("http", take_host_authority(headers, endpoint)?),
     };
     Uri::builder()

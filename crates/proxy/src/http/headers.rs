@@ -97,7 +97,9 @@ pub fn add_forwarded(
 
 fn ip_value(ip: IpAddr) -> HeaderValue {
     // An IP address is always a valid header value.
-    HeaderValue::from_str(&ip.to_string()).unwrap_or(HeaderValue::from_static("unknown"))
+    super::stack_fmt::with_formatted(&ip, HeaderValue::from_bytes)
+        .and_then(Result::ok)
+        .unwrap_or(HeaderValue::from_static("unknown"))
 }
 
 #[cfg(test)]

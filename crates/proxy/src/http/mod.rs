@@ -17,5 +17,6 @@ pub mod redirect;
 pub mod request_id;
 pub mod server;
 pub mod session;
+pub mod stack_fmt;
 pub mod tee;
 pub mod upgrade;
