@@ -74,6 +74,24 @@ pub struct Options {
     pub dedicated_pools: bool,
 }
 
+impl Options {
+    /// As standalone mode translates by default: Ingresses on ports 80 and
+    /// 443, and nobody provisioning dedicated pools.
+    pub fn standalone(
+        controller_name: impl Into<String>,
+        default_address: IpAddr,
+        now: Time,
+    ) -> Options {
+        Options {
+            controller_name: controller_name.into(),
+            default_address,
+            now,
+            ingress: IngressOptions::default(),
+            dedicated_pools: false,
+        }
+    }
+}
+
 /// Bind addresses a provider assigned to a Gateway (e.g. from an address
 /// pool), or why it could not (`Programmed=False`, reason AddressNotUsable).
 pub type AssignedAddresses = Result<Vec<IpAddr>, String>;

@@ -83,13 +83,11 @@ async fn measure(dir: &Path, routes: usize) -> anyhow::Result<Stages> {
     let loaded_bytes = counting::live().saturating_sub(base);
 
     let mut translator = Translator::new();
-    let options = Options {
-        controller_name: config::CONTROLLER.to_string(),
-        default_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        now: Time(Timestamp::now()),
-        ingress: Default::default(),
-        dedicated_pools: false,
-    };
+    let options = Options::standalone(
+        config::CONTROLLER,
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        Time(Timestamp::now()),
+    );
     let mut output = translator.translate(&loaded.snapshot, &options);
     let ir = Arc::new(std::mem::take(&mut output.ir));
     anyhow::ensure!(

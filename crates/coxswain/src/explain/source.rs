@@ -52,14 +52,8 @@ pub fn from_dir(
             count: loaded.errors.len(),
         });
     }
-    let options = Options {
-        controller_name: controller_name.to_string(),
-        default_address: bind_address,
-        now: crate::run::now(),
-        // Ingresses as `run` serves them by default (ports 80 and 443).
-        ingress: Default::default(),
-        dedicated_pools: false,
-    };
+    // Ingresses as `run` serves them by default (ports 80 and 443).
+    let options = Options::standalone(controller_name, bind_address, crate::run::now());
     Ok(translate(&loaded.snapshot, &options).ir)
 }
 
