@@ -11,6 +11,8 @@
 #            [--rounds 1] (each round measures every proxy again, in
 #            turn; the tables give medians, so drift on a shared machine
 #            hits all proxies alike) [--out bench/results/latest.md]
+#            [--results FILE] (also keep the raw rows, tab-separated:
+#            proxy protocol requests rps p50 p99 errors cpu_s round)
 #
 # Proxies are pinned to core 0; the origin and the load generators to core 1.
 # Everything started here is stopped on exit (trap), whatever happens.
@@ -23,9 +25,10 @@ WARMUP=2
 PROXIES="coxswain nginx haproxy envoy"
 COXSWAIN_BIN=""
 OUT="$ROOT/bench/results/latest.md"
+ROWS_OUT=""
 ROUNDS=1
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ "$#" -gt 0 ]; do
     case $1 in
@@ -34,6 +37,7 @@ while [ "$#" -gt 0 ]; do
     --proxies) PROXIES=$2; shift 2 ;;
     --coxswain-bin) COXSWAIN_BIN=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --results) ROWS_OUT=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "unknown argument: $1" >&2; usage >&2; exit 2 ;;
@@ -122,4 +126,5 @@ for ROUND in $(seq 1 "$ROUNDS"); do
 done
 
 write_report "$OUT"
+if [ -n "$ROWS_OUT" ]; then cp "$RESULTS" "$ROWS_OUT"; fi
 cat "$OUT"

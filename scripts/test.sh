@@ -49,6 +49,9 @@ fi
 echo "== h2spec --strict against an h2c and an HTTPS listener"
 scripts/h2spec.sh
 
+echo "== proxy benchmark smoke: the test build against nginx, fails only on a gross regression"
+scripts/bench-smoke.sh
+
 echo "== Gateway API conformance, every claimed profile and feature (debug binaries from the test build)"
 COXSWAIN_CONFORMANCE_CARGO_PROFILE=dev scripts/conformance.sh
 
