@@ -39,9 +39,13 @@ pub struct UpstreamLog {
     pub connect: std::time::Duration,
     /// The trace id of the request as it was forwarded.
     pub trace_id: Option<TraceId>,
+    /// Attempts made again before this one (one extension, not two: each
+    /// costs the response an allocation).
+    pub retries: u32,
 }
 
-/// Attempts made again before the response (retries, refused connections).
+/// Attempts made again before a local answer (retries, refused
+/// connections); a backend's answer carries them in [`UpstreamLog`].
 #[derive(Clone, Copy, Debug)]
 pub struct Retries(pub u32);
 
@@ -157,6 +161,7 @@ impl RequestLog {
             if up.trace_id.is_some() {
                 record.trace_id = up.trace_id;
             }
+            record.retries = up.retries;
         }
         if let Some(Retries(n)) = extensions.get::<Retries>() {
             record.retries = *n;

@@ -7,11 +7,11 @@ use coxswain_ir::IpCidr;
 use http::HeaderMap;
 use http::header::{CONNECTION, HeaderName, HeaderValue, TE, TRAILER, TRANSFER_ENCODING, UPGRADE};
 
-const KEEP_ALIVE: &str = "keep-alive";
-const PROXY_CONNECTION: &str = "proxy-connection";
-pub const X_FORWARDED_FOR: &str = "x-forwarded-for";
-pub const X_FORWARDED_PROTO: &str = "x-forwarded-proto";
-pub const X_FORWARDED_HOST: &str = "x-forwarded-host";
+const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
+const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
+pub const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+pub const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 
 /// Removes hop-by-hop headers, including those named by `Connection`.
 /// `TE: trailers` survives on requests (it is end-to-end in meaning).

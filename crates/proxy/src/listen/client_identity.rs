@@ -8,7 +8,8 @@ use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 /// The header carrying it; any value a client sends is removed.
-pub const X_FORWARDED_CLIENT_CERT: &str = "x-forwarded-client-cert";
+pub const X_FORWARDED_CLIENT_CERT: http::HeaderName =
+    http::HeaderName::from_static("x-forwarded-client-cert");
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientIdentity {

@@ -94,8 +94,8 @@ pub async fn forward<'r>(
         first_byte: upstreamed.first_byte.into_std(),
         connect: upstreamed.connect,
         trace_id,
+        retries: upstreamed.retries,
     };
-    let retries = Retries(upstreamed.retries);
     let mut upstream_response = upstreamed.response;
     let switching = upstream_response.status() == StatusCode::SWITCHING_PROTOCOLS;
     let protocol = upstream_response.headers().get(UPGRADE).cloned();
@@ -149,7 +149,6 @@ pub async fn forward<'r>(
         upstreamed.attempt,
     );
     response.extensions_mut().insert(upstream_log);
-    response.extensions_mut().insert(retries);
     if let Some(log) = tunnel_log.flatten() {
         response.extensions_mut().insert(log);
     }

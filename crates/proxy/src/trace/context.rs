@@ -5,10 +5,10 @@
 //! an all-zero id, version `ff`, two of them) is no parent: the request
 //! starts a new trace, and its `tracestate` goes with the bad parent.
 
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 
-pub const TRACEPARENT: &str = "traceparent";
-pub const TRACESTATE: &str = "tracestate";
+pub const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+pub const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
 
 /// The sampled bit of the trace flags.
 pub const SAMPLED: u8 = 0x01;
