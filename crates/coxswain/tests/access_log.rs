@@ -470,3 +470,42 @@ fn an_access_log_path_that_cannot_be_opened_fails_the_start() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("/nonexistent-dir/access.log"), "{stderr}");
 }
+
+/// A request whose first endpoint refuses the connection is answered by the
+/// next one, and its record counts the retry and names the endpoint that
+/// answered.
+#[test]
+fn a_retried_request_logs_its_retries_and_the_endpoint_that_answered() {
+    let config = TempDir::new("accesslog-retry");
+    let (http_port, echo_port) = (free_port(), free_port());
+    quickstart_config(&config, http_port, echo_port);
+    // Nothing listens on 127.0.0.2: connecting there is refused at once.
+    let backend = std::fs::read_to_string(config.path().join("backend.yaml")).unwrap();
+    let two = backend.replace("  - 127.0.0.1\n", "  - 127.0.0.1\n  - 127.0.0.2\n");
+    assert_ne!(two, backend, "the quickstart's endpoint list moved");
+    config.write("backend.yaml", &two);
+    let logs = TempDir::new("accesslog-retry-out");
+    let log = logs.path().join("access.log");
+    let gw = Gateway::start_with(
+        config,
+        http_port,
+        echo_port,
+        &["--access-log", log.to_str().unwrap()],
+    );
+    let answered = format!("127.0.0.1:{echo_port}");
+    // Which endpoint goes first is the balancer's choice: ask until one
+    // request met the refusing endpoint (each does so with even odds).
+    let mut sent = 0;
+    let retried = loop {
+        sent += 1;
+        assert!(sent <= 64, "no request met 127.0.0.2 first in 64");
+        assert_eq!(curl_get(&[], &gw.url("/retry")).0, 200);
+        let all = wait_lines(&log, sent);
+        if let Some(record) = all.iter().find(|r| r["retries"] != 0) {
+            break record.clone();
+        }
+    };
+    assert_eq!(retried["retries"], 1, "{retried:#}");
+    assert_eq!(retried["status"], 200, "{retried:#}");
+    assert_eq!(retried["upstream"], answered.as_str(), "{retried:#}");
+}
