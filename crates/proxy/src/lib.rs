@@ -315,11 +315,9 @@ impl Proxy {
             .iter()
             .filter_map(|k| sockets.get(k).map(SocketTask::local))
             .collect();
-        inner
-            .shared
-            .metrics
-            .config_applies
-            .fetch_add(1, Ordering::Relaxed);
+        let metrics = &inner.shared.metrics;
+        metrics.forget_unused();
+        metrics.config_applies.fetch_add(1, Ordering::Relaxed);
         report
     }
 

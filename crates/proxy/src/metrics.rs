@@ -1,6 +1,7 @@
 //! Prometheus metrics. Handles are resolved per route at compile time, keyed
 //! by the route label, so counts survive config swaps and a request only
-//! touches atomics it already holds.
+//! touches atomics it already holds. A handle no config holds any more is
+//! forgotten at the next apply (`Metrics::forget_unused`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -167,10 +168,22 @@ impl StoreErrors {
 }
 
 impl Metrics {
-    /// The handle for `label`, created on first use and kept across configs.
+    /// The handle for `label`, created on first use and kept across configs
+    /// for as long as one holds it.
     pub fn route(&self, label: &str) -> Arc<RouteMetrics> {
         let mut map = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
         map.entry(label.to_string()).or_default().clone()
+    }
+
+    /// Drops the handles only the registries still hold: the series of a
+    /// route (or mirror) that left the config go, so route churn under new
+    /// names cannot grow `/metrics` and memory without bound. Called after
+    /// a config is swapped in; the new config already holds every handle
+    /// it uses, and a route that comes back later starts from zero.
+    pub fn forget_unused(&self) {
+        retain_held(&mut self.routes.lock().unwrap_or_else(PoisonError::into_inner));
+        self.l4.forget_unused();
+        self.mirrors.forget_unused();
     }
 
     pub fn render(&self, out: &mut String) {
@@ -280,6 +293,11 @@ fn render_histogram(out: &mut String, label: &str, h: &Histogram) {
 }
 
 /// Escapes a Prometheus label value.
+/// Keeps the entries someone besides `map` holds.
+pub(crate) fn retain_held<K: Ord, V>(map: &mut BTreeMap<K, Arc<V>>) {
+    map.retain(|_, handle| Arc::strong_count(handle) > 1);
+}
+
 pub fn escape(value: &str) -> String {
     value
         .replace('\\', "\\\\")

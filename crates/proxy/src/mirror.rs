@@ -201,7 +201,8 @@ pub struct MirrorCounters {
     failures: AtomicU64,
 }
 
-/// Mirror counters by route label and upstream, kept across configs.
+/// Mirror counters by route label and upstream, kept across configs while
+/// one holds them.
 #[derive(Debug, Default)]
 pub struct MirrorMetrics {
     by_route: Mutex<BTreeMap<(String, String), Arc<MirrorCounters>>>,
@@ -212,6 +213,13 @@ impl MirrorMetrics {
         let mut map = self.by_route.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (route.to_string(), upstream.to_string());
         map.entry(key).or_default().clone()
+    }
+
+    /// Forgets the (route, upstream) pairs no config holds.
+    pub fn forget_unused(&self) {
+        crate::metrics::retain_held(
+            &mut self.by_route.lock().unwrap_or_else(PoisonError::into_inner),
+        );
     }
 
     pub fn render(&self, out: &mut String) {

@@ -162,6 +162,35 @@ async fn metrics_count_requests_and_applies() {
     assert_eq!(proxy.config().sockets[0].port, port);
 }
 
+/// Route churn under new names must not grow `/metrics` (or the registry
+/// behind it): a removed route's series go with the next config.
+#[tokio::test]
+async fn a_removed_routes_series_leave_metrics() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let (proxy, _) = start_proxy(simple_config(port, routes("gone"), backend.addr)).await;
+    let c = client();
+    assert_eq!(get(&c, port, "gone.test", "/").await.status, StatusCode::OK);
+    let rendered = |proxy: &coxswain_proxy::Proxy| {
+        let mut out = String::new();
+        proxy.render_metrics(&mut out);
+        out
+    };
+    assert!(rendered(&proxy).contains(r#"route="ns/gone/0""#));
+    proxy
+        .apply(simple_config(port, routes("kept"), backend.addr))
+        .await;
+    assert_eq!(get(&c, port, "kept.test", "/").await.status, StatusCode::OK);
+    let out = rendered(&proxy);
+    assert!(!out.contains(r#"route="ns/gone/0""#), "{out}");
+    assert!(
+        out.contains(
+            r#"coxswain_proxy_requests_total{route="ns/kept/0",status="200",upstream="echo"} 1"#
+        ),
+        "{out}"
+    );
+}
+
 /// Paused clock: shutdown must wait out the in-flight request (its 300 ms
 /// pass in virtual time), so it cannot pass without draining.
 #[tokio::test(start_paused = true)]

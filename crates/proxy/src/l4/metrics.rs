@@ -1,7 +1,8 @@
 //! Per-route metrics of TLSRoutes, TCPRoutes and UDPRoutes: connections
 //! (or UDP sessions) opened and active, bytes each way, connect errors and
 //! UDP session evictions. Handles are resolved when a config is compiled
-//! and kept across configs by route label.
+//! and kept across configs by route label while a config (or an open
+//! connection) holds them.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -56,6 +57,13 @@ impl L4Registry {
     pub fn route(&self, label: &str) -> Arc<L4RouteMetrics> {
         let mut map = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
         map.entry(label.to_string()).or_default().clone()
+    }
+
+    /// Forgets the routes neither a config nor an open connection holds.
+    pub fn forget_unused(&self) {
+        crate::metrics::retain_held(
+            &mut self.routes.lock().unwrap_or_else(PoisonError::into_inner),
+        );
     }
 
     pub fn render(&self, out: &mut String) {
