@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: taken at config compile time and for rare status codes outside the per-route atomic slots
+use std::sync::{Arc, Mutex, OnceLock, PoisonError}; // lock-ok: taken at config compile time and for rare status codes outside the per-route atomic slots
 use std::time::Duration;
 
 use crate::http::grpc_status::GrpcStatusCounters;
@@ -72,8 +72,9 @@ struct Histogram {
 #[derive(Debug, Default)]
 pub struct RouteMetrics {
     duration: Histogram,
-    /// gRPC calls by `grpc-status`.
-    pub grpc: GrpcStatusCounters,
+    /// gRPC calls by `grpc-status`, made on the route's first gRPC call
+    /// (144 bytes most routes never need).
+    grpc: OnceLock<Box<GrpcStatusCounters>>,
     /// Compile-time only: upstream name -> counters, sorted by name. A
     /// list, not a map: a route has one or two, and a map's first node
     /// alone is ~370 bytes for every route.
@@ -98,6 +99,11 @@ impl RouteMetrics {
         h.sum_micros.fetch_add(micros, Ordering::Relaxed);
     }
 
+    /// The route's gRPC call counters.
+    pub fn grpc(&self) -> &GrpcStatusCounters {
+        self.grpc.get_or_init(Box::default)
+    }
+
     /// Counters for responses attributed to `upstream` ("" when none).
     pub fn upstream(&self, upstream: &str) -> Arc<StatusCounters> {
         let mut list = self
@@ -108,6 +114,8 @@ impl RouteMetrics {
             Ok(found) => list.get(found).map(|(_, c)| c.clone()).unwrap_or_default(),
             Err(at) => {
                 let counters = Arc::new(StatusCounters::default());
+                // Grown one at a time: a route has one or two upstreams.
+                list.reserve_exact(1);
                 list.insert(at, (upstream.into(), counters.clone()));
                 counters
             }
@@ -221,7 +229,9 @@ impl Metrics {
         out.push_str("# HELP coxswain_proxy_grpc_requests_total gRPC calls by route and grpc-status (none: ended without one).\n");
         out.push_str("# TYPE coxswain_proxy_grpc_requests_total counter\n");
         for (label, metrics) in &routes {
-            metrics.grpc.render(out, &escape(label));
+            if let Some(grpc) = metrics.grpc.get() {
+                grpc.render(out, &escape(label));
+            }
         }
         let counters = [
             (

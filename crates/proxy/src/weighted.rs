@@ -12,7 +12,7 @@ pub struct Weighted<T> {
 impl<T> Weighted<T> {
     pub fn new(items: impl IntoIterator<Item = (u32, T)>) -> Self {
         let mut total = 0u64;
-        let items = items
+        let mut items: Vec<_> = items
             .into_iter()
             .filter(|(w, _)| *w > 0)
             .map(|(w, item)| {
@@ -20,6 +20,9 @@ impl<T> Weighted<T> {
                 (total, item)
             })
             .collect();
+        // A filtered collect starts at four slots; a route keeps its
+        // backends for the config's life, and most have one.
+        items.shrink_to_fit();
         Weighted { items, total }
     }
 

@@ -99,7 +99,7 @@ impl PendingCall {
 impl Drop for PendingCall {
     fn drop(&mut self) {
         if let Some(route) = self.route.take() {
-            route.grpc.record(None);
+            route.grpc().record(None);
         }
     }
 }
@@ -109,7 +109,7 @@ impl Drop for PendingCall {
 /// or the body ends without them.
 pub fn observe(response: Response<ProxyBody>, route: Arc<RouteMetrics>) -> Response<ProxyBody> {
     if let Some(code) = status_in(response.headers()) {
-        route.grpc.record(Some(code));
+        route.grpc().record(Some(code));
         return response;
     }
     response.map(|inner| {
@@ -131,7 +131,7 @@ struct WatchTrailers {
 impl WatchTrailers {
     fn finish(&mut self, status: Option<u8>) {
         if let Some(route) = self.route.take() {
-            route.grpc.record(status);
+            route.grpc().record(status);
         }
     }
 }
@@ -184,7 +184,7 @@ mod tests {
 
     fn rendered(route: &RouteMetrics) -> String {
         let mut out = String::new();
-        route.grpc.render(&mut out, "r");
+        route.grpc().render(&mut out, "r");
         out
     }
 

@@ -21,7 +21,9 @@ pub struct Entry {
 pub struct Bucket {
     /// Sorted by (MatchSpecificity, IR order).
     entries: Vec<Entry>,
-    index: Option<PathIndex>,
+    /// Boxed: only large buckets have one, and every hostname has a bucket
+    /// (a hash-map slot each, sized by this field).
+    index: Option<Box<PathIndex>>,
 }
 
 /// Candidate entry positions (into `Bucket::entries`, ascending) by path kind.
@@ -121,7 +123,8 @@ impl PathIndex {
 
 impl Bucket {
     pub fn new(entries: Vec<Entry>, routes: &[Arc<CompiledRoute>]) -> Self {
-        let index = (entries.len() > LINEAR_LIMIT).then(|| PathIndex::build(&entries, routes));
+        let index =
+            (entries.len() > LINEAR_LIMIT).then(|| Box::new(PathIndex::build(&entries, routes)));
         Bucket { entries, index }
     }
 

@@ -163,7 +163,11 @@ fn sorted_bucket(
 ) -> bucket::Bucket {
     // Stable: equal specificity keeps IR order.
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
-    bucket::Bucket::new(keyed.into_iter().map(|(_, e)| e).collect(), routes)
+    // A fresh exact Vec: collecting from `keyed` would reuse its larger
+    // allocation (room for four keyed entries) for the config's life.
+    let mut entries = Vec::with_capacity(keyed.len());
+    entries.extend(keyed.into_iter().map(|(_, e)| e));
+    bucket::Bucket::new(entries, routes)
 }
 
 impl BucketBuilder {
