@@ -8,6 +8,10 @@
 //! counts: the origin and the clients run on threads of their own. A second,
 //! shorter pass keeps a backtrace of each allocation and names the crate
 //! whose code asked (the first frame outside std and the collections).
+//!
+//! With `--idle N` it instead opens N keep-alive connections of each
+//! protocol, one answered request on each, and reports the heap the proxy
+//! thread still holds for them while they sit idle, by the crate that asked.
 
 mod config;
 mod counting;
@@ -41,6 +45,19 @@ struct Args {
     /// allocation our crates asked for.
     #[arg(long)]
     sites: bool,
+    /// Measure what N idle keep-alive connections of each protocol hold
+    /// instead of what requests allocate.
+    #[arg(long)]
+    idle: Option<usize>,
+}
+
+/// What one protocol's idle connections hold on the proxy thread.
+#[derive(Debug)]
+pub struct IdleCost {
+    pub protocol: &'static str,
+    pub bytes_per_connection: f64,
+    /// Live bytes per connection by the crate that asked.
+    pub by_crate: BTreeMap<String, f64>,
 }
 
 /// What one protocol's requests cost the proxy thread.
@@ -55,6 +72,11 @@ pub struct Cost {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(connections) = args.idle {
+        let costs = with_proxy(|listen| idle_both(listen, connections, args.sites))?;
+        print_idle(&costs, connections);
+        return Ok(());
+    }
     let costs = measure(args.requests, args.traced, args.sites)?;
     print(&costs, args.requests, args.traced);
     Ok(())
@@ -62,6 +84,11 @@ fn main() -> anyhow::Result<()> {
 
 /// Measures both protocols against one proxy.
 pub fn measure(requests: usize, traced: usize, sites: bool) -> anyhow::Result<Vec<Cost>> {
+    with_proxy(|listen| both_protocols(listen, requests, traced, sites))
+}
+
+/// Runs `work` against a proxy serving on its own (counted) thread.
+fn with_proxy<T>(work: impl FnOnce(SocketAddr) -> anyhow::Result<T>) -> anyhow::Result<T> {
     let origin = peers::start_origin()?;
     let dir = std::env::temp_dir().join(format!("request-allocs-{}", std::process::id()));
     let listen = config::write(&dir, origin)?;
@@ -72,7 +99,7 @@ pub fn measure(requests: usize, traced: usize, sites: bool) -> anyhow::Result<Ve
         .recv()
         .map_err(|_| anyhow::anyhow!("the proxy thread ended before serving"))
         .and_then(|served| served)
-        .and_then(|()| both_protocols(listen, requests, traced, sites));
+        .and_then(|()| work(listen));
     let _ = stop.send(());
     let served = proxy_thread
         .join()
@@ -93,6 +120,89 @@ fn both_protocols(
     let mut h2 = peers::H2Client::connect(listen)?;
     let h2_cost = cost("h2c", requests, traced, sites, || h2.get())?;
     Ok(vec![h1_cost, h2_cost])
+}
+
+fn idle_both(listen: SocketAddr, connections: usize, sites: bool) -> anyhow::Result<Vec<IdleCost>> {
+    let mut warm = peers::H1Client::connect(listen)?;
+    let h1 = idle_cost("HTTP/1.1", connections, sites, &mut warm, || {
+        let mut client = peers::H1Client::connect(listen)?;
+        client.get()?;
+        Ok(Box::new(client) as Box<dyn std::any::Any>)
+    })?;
+    let h2 = idle_cost("h2c", connections, sites, &mut warm, || {
+        let mut client = peers::H2Client::connect(listen)?;
+        client.get()?;
+        Ok(Box::new(client) as Box<dyn std::any::Any>)
+    })?;
+    Ok(vec![h1, h2])
+}
+
+/// Opens `connections` connections with `open` (each answered once) while
+/// tracking the proxy thread's live allocations; what is still live once
+/// they sit idle, per connection. `warm`'s requests before and after let
+/// one-time setup happen first and let the proxy thread finish the last
+/// connection's request before the count.
+fn idle_cost(
+    protocol: &'static str,
+    connections: usize,
+    sites: bool,
+    warm: &mut peers::H1Client,
+    mut open: impl FnMut() -> anyhow::Result<Box<dyn std::any::Any>>,
+) -> anyhow::Result<IdleCost> {
+    for _ in 0..50 {
+        warm.get()?;
+    }
+    drop(open()?);
+    warm.get()?;
+    counting::track();
+    let held = (0..connections)
+        .map(|_| open())
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for _ in 0..20 {
+        warm.get()?;
+    }
+    let live = counting::untrack();
+    drop(held);
+    let per = |bytes: usize| bytes as f64 / connections as f64;
+    let mut by_crate = BTreeMap::new();
+    let mut total = 0;
+    for (size, trace) in live {
+        total += size;
+        let rendered = trace.to_string();
+        if sites && let Some((_, site)) = asking(&rendered) {
+            let site = site.rsplit_once("/crates/").map_or(site, |(_, s)| s);
+            // `crate-version/src/...`, without the registry's directory.
+            let site = site
+                .split_once("/registry/src/")
+                .and_then(|(_, s)| s.split_once('/'))
+                .map_or(site, |(_, s)| s);
+            eprintln!("{protocol} idle {site} {size}");
+        }
+        *by_crate.entry(asking_crate(&rendered)).or_insert(0.0) += per(size);
+    }
+    Ok(IdleCost {
+        protocol,
+        bytes_per_connection: per(total),
+        by_crate,
+    })
+}
+
+fn print_idle(costs: &[IdleCost], connections: usize) {
+    println!("| protocol | heap bytes held per idle connection |");
+    println!("|---|---:|");
+    for c in costs {
+        println!("| {} | {:.0} |", c.protocol, c.bytes_per_connection);
+    }
+    println!("\n({connections} idle connections per protocol, one answered request each)\n");
+    println!("| protocol | crate that asked | bytes per idle connection |");
+    println!("|---|---|---:|");
+    for c in costs {
+        let mut rows: Vec<_> = c.by_crate.iter().collect();
+        rows.sort_by(|a, b| b.1.total_cmp(a.1));
+        for (krate, bytes) in rows {
+            println!("| {} | {krate} | {bytes:.0} |", c.protocol);
+        }
+    }
 }
 
 /// Warm-up, a counted pass and a traced pass of `get`.
@@ -255,6 +365,14 @@ fn print(costs: &[Cost], requests: usize, traced: usize) {
 mod tests {
     use super::*;
 
+    /// The counting allocator is one per process: tests that count take
+    /// turns.
+    static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn counting_alone() -> std::sync::MutexGuard<'static, ()> {
+        COUNTING.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn the_asking_crate_is_the_first_frame_outside_std_and_the_containers() {
         let trace = "   0: coxswain_request_allocs::counting::note
@@ -274,6 +392,32 @@ mod tests {
         assert_eq!(asking_crate("   0: alloc::alloc::alloc\n"), "(unknown)");
     }
 
+    /// Counted bytes: on 2026-12-07 an idle HTTP/1.1 connection held 32.2
+    /// KiB of heap (hyper's 16 KiB read and 8 KiB write buffers most of it)
+    /// and an h2c one 49.1 KiB; our crates' part was 5.7 and 5.1 KiB, nearly
+    /// all the boxed connection future. The bounds catch a new buffer or a
+    /// grown future per connection.
+    #[test]
+    fn an_idle_connection_holds_a_bounded_heap() {
+        let _alone = counting_alone();
+        let costs = with_proxy(|listen| idle_both(listen, 20, false)).unwrap();
+        for cost in &costs {
+            let ours: f64 = cost
+                .by_crate
+                .iter()
+                .filter(|(krate, _)| krate.starts_with("crates/"))
+                .map(|(_, n)| n)
+                .sum();
+            eprintln!(
+                "{}: {:.0} bytes per idle connection ({ours:.0} ours)",
+                cost.protocol, cost.bytes_per_connection
+            );
+            assert!(ours > 1_000.0, "nothing of ours counted: {cost:?}");
+            assert!(ours <= 7_000.0, "{cost:?}");
+            assert!(cost.bytes_per_connection <= 56_000.0, "{cost:?}");
+        }
+    }
+
     /// Counted allocations, not time, so the figures repeat: on 2026-12-06
     /// a request cost 33 (HTTP/1.1) and 35 (h2c) allocations, 17 and 19 of
     /// them asked for by our crates (41 and 43 before that day's cuts). The bounds leave room for noise in
@@ -281,6 +425,7 @@ mod tests {
     /// on every request's path.
     #[test]
     fn a_steady_request_costs_a_bounded_number_of_allocations() {
+        let _alone = counting_alone();
         let costs = measure(300, 10, false).unwrap();
         for cost in &costs {
             let ours: f64 = cost
