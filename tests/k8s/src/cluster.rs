@@ -146,6 +146,21 @@ fn cluster_sh(
 
 /// Tears down instances whose claiming process no longer runs.
 fn clean_stale(repo: &Path, root: &Path) {
+    clean_where(repo, root, |pid| !process_alive(pid));
+}
+
+/// Tears down the instance a run of process `pid` left behind, if that
+/// process is gone (an exit trap's safety net). Other instances, and one
+/// whose process still runs, are never touched.
+pub fn clean_left_by(repo: &Path, root: &Path, pid: u32) {
+    let pid = pid.to_string();
+    clean_where(repo, root, |claimed| {
+        claimed == pid && !process_alive(claimed)
+    });
+}
+
+/// Tears down the claimed instances for whose claiming pid `gone` holds.
+fn clean_where(repo: &Path, root: &Path, gone: impl Fn(&str) -> bool) {
     let Ok(entries) = std::fs::read_dir(root) else {
         return;
     };
@@ -158,7 +173,7 @@ fn clean_stale(repo: &Path, root: &Path) {
             continue;
         };
         let pid = std::fs::read_to_string(entry.path().join("pid")).unwrap_or_default();
-        if process_alive(pid.trim()) {
+        if !gone(pid.trim()) {
             continue;
         }
         eprintln!(

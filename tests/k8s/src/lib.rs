@@ -5,6 +5,7 @@
 
 pub mod binaries;
 pub mod cluster;
+pub mod env;
 pub mod kubectl;
 pub mod netns_http;
 pub mod poll;
