@@ -4,6 +4,7 @@
 mod job;
 pub mod merge;
 mod resources;
+mod settled;
 pub mod writer;
 
 pub use job::{StatusJob, WriterConfig};

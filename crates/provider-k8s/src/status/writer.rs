@@ -26,6 +26,7 @@ use super::merge::{
     merge_listener_set, merge_route, same_ignoring_times,
 };
 use super::resources::ResourceWriter;
+use super::settled::Settled;
 use crate::metrics::Metrics;
 
 type Write = Pin<Box<dyn Future<Output = Result<(), kube::Error>> + Send + 'static>>;
@@ -51,6 +52,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
 ) {
     let mut written = Written::new();
+    let mut settled = Settled::default();
     let mut resources = ResourceWriter::new(client.clone(), &config);
     let mut retry_at: Option<Instant> = None;
     loop {
@@ -70,7 +72,7 @@ pub async fn run(
         let Some(job) = jobs.borrow_and_update().clone() else {
             continue;
         };
-        let mut failed = pass(&client, &job, &config, &metrics, &mut written).await;
+        let mut failed = pass(&client, &job, &config, &metrics, &mut written, &mut settled).await;
         failed += resources.apply(&job, &metrics).await;
         if failed > 0 {
             retry_at = Some(Instant::now() + config.retry_after);
@@ -141,12 +143,14 @@ async fn pass(
     config: &WriterConfig,
     metrics: &Metrics,
     written: &mut Written,
+    settled: &mut Settled,
 ) -> usize {
     let snapshot = &job.snapshot;
     let mut plan = Plan {
         config,
         metrics,
         written,
+        settled,
         writes: Vec::new(),
     };
     for (key, desired) in &job.statuses.gateway_classes {
@@ -265,6 +269,7 @@ async fn pass(
     write_filters!(plan, client, job, path_rewrite_regexes, PathRewriteRegex);
     write_filters!(plan, client, job, rate_limits, RateLimit);
     write_filters!(plan, client, job, request_size_limits, RequestSizeLimit);
+    plan.settled.end_pass();
     let writes = plan.writes;
     let limit = config.write_timeout;
     let mut bounded_writes: Vec<Bounded> = Vec::with_capacity(writes.len());
@@ -303,6 +308,8 @@ struct Plan<'a> {
     config: &'a WriterConfig,
     metrics: &'a Metrics,
     written: &'a mut Written,
+    /// Routes known to need no write (skipped without merging).
+    settled: &'a mut Settled,
     writes: Vec<Write>,
 }
 
@@ -399,21 +406,30 @@ impl Plan<'_> {
         kind: &'static str,
         key: &ObjectKey,
         live: Option<&Arc<K>>,
-        desired: &RouteStatus,
+        desired: &Arc<RouteStatus>,
         client: Client,
     ) {
         let Some(live) = live else {
             return;
         };
+        if self.settled.still(kind, key, live, desired) {
+            Metrics::add(&self.metrics.status_writes_skipped);
+            return;
+        }
         let live_status: Option<RouteStatus> = live.status().and_then(reshape);
         let merged = merge_route(
             live_status.as_ref(),
-            desired.clone(),
+            (**desired).clone(),
             &self.config.controller_name,
         );
         let Some(merged) = reshape::<_, K::Status>(&merged) else {
             return;
         };
+        if same_ignoring_times(live.status(), &merged) {
+            Metrics::add(&self.metrics.status_writes_skipped);
+            self.settled.record(kind, key, live, desired);
+            return;
+        }
         let api = Api::namespaced(client, &key.namespace);
         self.write(kind, key, &**live, live.status(), merged, api, |o, s| {
             o.set_status(s)
