@@ -111,14 +111,18 @@ impl Dataplane for ProxyDataplane {
         // An unchanged IR is applied again while a socket of it is unbound:
         // the port may have become free.
         if timing.ir_changed || !unbound.is_empty() {
+            let apply_start = std::time::Instant::now();
             let report = self.proxy.apply(Arc::new(output.ir.clone())).await;
+            let apply = apply_start.elapsed();
             for failed in &report.failed {
                 tracing::error!(address = %failed.address, transport = ?failed.transport, error = %failed.error, "cannot bind listener");
             }
             *unbound = report.failed.clone();
             tracing::info!(
                 listeners = report.bound.len(),
+                wait_ms = timing.waited.as_secs_f64() * 1e3,
                 translate_ms = timing.translate.as_secs_f64() * 1e3,
+                apply_ms = apply.as_secs_f64() * 1e3,
                 since_change_ms = timing.first_change.elapsed().as_secs_f64() * 1e3,
                 "config applied"
             );

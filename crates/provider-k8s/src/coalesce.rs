@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Instant, timeout_at};
 
-use crate::store::{Change, Store};
+use crate::store::{Seen, Store};
 
 /// Quiet window: a change this close to the previous one joins the burst.
 pub const QUIET: Duration = Duration::from_millis(10);
@@ -18,7 +18,7 @@ pub const CAP: Duration = Duration::from_millis(100);
 /// `first` is reached. Returns how many changes it took, or `None` when
 /// every watcher has gone.
 pub async fn gather(
-    changes: &mut UnboundedReceiver<Change>,
+    changes: &mut UnboundedReceiver<Seen>,
     store: &mut Store,
     first: Instant,
     quiet: Duration,
@@ -29,7 +29,7 @@ pub async fn gather(
     loop {
         let deadline = (Instant::now() + quiet).min(hard_stop);
         match timeout_at(deadline, changes.recv()).await {
-            Ok(Some(change)) => {
+            Ok(Some((_, change))) => {
                 store.apply(change);
                 taken += 1;
                 if Instant::now() >= hard_stop {
@@ -48,9 +48,11 @@ mod tests {
     use tokio::sync::mpsc::unbounded_channel;
 
     use super::*;
+    use crate::store::Change;
 
-    fn change() -> Change {
-        Change::Delete(coxswain_api::Kind::Service, ObjectKey::new("default", "x"))
+    fn change() -> Seen {
+        let change = Change::Delete(coxswain_api::Kind::Service, ObjectKey::new("default", "x"));
+        (Instant::now(), change)
     }
 
     #[tokio::test(start_paused = true)]
@@ -88,7 +90,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn closed_stream_reports_none() {
-        let (tx, mut rx) = unbounded_channel::<Change>();
+        let (tx, mut rx) = unbounded_channel::<Seen>();
         drop(tx);
         let mut store = Store::default();
         assert_eq!(

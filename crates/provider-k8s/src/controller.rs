@@ -69,8 +69,12 @@ pub trait Dataplane: Send + Sync + 'static {
 /// For latency logs.
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
-    /// When the burst of changes that led to this config began.
+    /// When a watcher received the first change of the burst that led to
+    /// this config (for a config-stream report: when the loop woke).
     pub first_change: Instant,
+    /// From `first_change` until translating began: queued behind the
+    /// previous translation, then gathering the burst.
+    pub waited: Duration,
     pub translate: Duration,
     /// False when the IR equals the one applied before.
     pub ir_changed: bool,
@@ -141,9 +145,11 @@ pub async fn run<D: Dataplane>(
     let mut reserved_labels = crate::labels::ReservedLabelLog::default();
     loop {
         let first = Instant::now();
+        let mut first_seen = first;
         tokio::select! {
             change = changes.recv() => {
-                let Some(change) = change else { break };
+                let Some((seen, change)) = change else { break };
+                first_seen = seen;
                 store.apply(change);
                 if gather(&mut changes, &mut store, first, QUIET, CAP)
                     .await
@@ -177,7 +183,8 @@ pub async fn run<D: Dataplane>(
         drop_gateways(&mut output.ir, &output.dedicated);
         let ir_changed = served.as_ref() != Some(&output.ir);
         let timing = Timing {
-            first_change: first,
+            first_change: first_seen,
+            waited: translate_start.saturating_duration_since(first_seen),
             translate: translate_start.elapsed(),
             ir_changed,
         };

@@ -5,6 +5,9 @@ use std::collections::BTreeSet;
 
 use coxswain_api::{Kind, Object, ObjectKey, Snapshot};
 
+/// A change and when its watcher received it (for the latency logs).
+pub type Seen = (tokio::time::Instant, Change);
+
 /// One thing a watcher saw.
 #[derive(Debug)]
 pub enum Change {

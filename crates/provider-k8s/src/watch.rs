@@ -14,11 +14,11 @@ use tokio::task::JoinSet;
 
 use crate::backoff::ReconnectBackoff;
 use crate::labels::{MANAGED_BY, MANAGED_BY_LABEL};
-use crate::store::Change;
+use crate::store::{Change, Seen};
 
 /// Starts one watcher per kind of the kinds table; they stop when the
 /// receiver is dropped.
-pub fn spawn_all(client: &Client, changes: UnboundedSender<Change>) -> JoinSet<()> {
+pub fn spawn_all(client: &Client, changes: UnboundedSender<Seen>) -> JoinSet<()> {
     let mut set = JoinSet::new();
     for kind in Kind::ALL {
         kind.visit(Spawn {
@@ -33,7 +33,7 @@ pub fn spawn_all(client: &Client, changes: UnboundedSender<Change>) -> JoinSet<(
 struct Spawn<'a> {
     set: &'a mut JoinSet<()>,
     client: &'a Client,
-    changes: &'a UnboundedSender<Change>,
+    changes: &'a UnboundedSender<Seen>,
 }
 
 impl KindVisitor for Spawn<'_> {
@@ -55,7 +55,7 @@ pub fn label_selector(kind: Kind) -> Option<String> {
 fn spawn<K: ApiObject>(
     set: &mut JoinSet<()>,
     client: &Client,
-    changes: &UnboundedSender<Change>,
+    changes: &UnboundedSender<Seen>,
     kind: Kind,
     wrap: fn(K) -> Object,
 ) {
@@ -114,7 +114,7 @@ fn spawn<K: ApiObject>(
                     continue;
                 }
             };
-            if changes.send(change).is_err() {
+            if changes.send((tokio::time::Instant::now(), change)).is_err() {
                 return;
             }
         }
