@@ -147,6 +147,7 @@ pub async fn handle(
     // Before anything reads the headers: stages, backends and the log
     // all see the same id.
     let request_id = request_id::ensure(req.headers_mut());
+    let http2 = req.version() == Version::HTTP_2;
     let mut log = RequestLog::start(&shared.access_log);
     // One call site: each `.await` of `respond` would hold its own copy
     // of that large future, and this future is moved whole on every spawn.
@@ -179,6 +180,9 @@ pub async fn handle(
     };
     if shared.echo_request_id {
         echo_request_id(&mut response, &request_id);
+    }
+    if http2 {
+        crate::http::unpin::unpin_values(response.headers_mut());
     }
     Ok(log.finish(&shared.access_log, response))
 }

@@ -394,7 +394,7 @@ mod tests {
 
     /// Counted bytes: on 2026-12-07 an idle HTTP/1.1 connection held 32.2
     /// KiB of heap (hyper's 16 KiB read and 8 KiB write buffers most of it)
-    /// and an h2c one 49.1 KiB; our crates' part was 5.7 and 5.1 KiB, nearly
+    /// and an h2c one 41 KiB; our crates' part was 5.7 and 5.1 KiB, nearly
     /// all the boxed connection future. The bounds catch a new buffer or a
     /// grown future per connection.
     #[test]
@@ -414,12 +414,20 @@ mod tests {
             );
             assert!(ours > 1_000.0, "nothing of ours counted: {cost:?}");
             assert!(ours <= 7_000.0, "{cost:?}");
-            assert!(cost.bytes_per_connection <= 56_000.0, "{cost:?}");
+            // h2c was 49.1 KiB while a kept HPACK value pinned an upstream
+            // read buffer (crates/proxy/src/http/unpin.rs).
+            let bound = if cost.protocol == "h2c" {
+                45_000.0
+            } else {
+                38_000.0
+            };
+            assert!(cost.bytes_per_connection <= bound, "{cost:?}");
         }
     }
 
     /// Counted allocations, not time, so the figures repeat: on 2026-12-06
-    /// a request cost 33 (HTTP/1.1) and 35 (h2c) allocations, 17 and 19 of
+    /// a request cost 33 (HTTP/1.1) and 35 (h2c; 37 since its header values
+    /// are copied, see crates/proxy/src/http/unpin.rs) allocations, 17 and 19 of
     /// them asked for by our crates (41 and 43 before that day's cuts). The bounds leave room for noise in
     /// the trace (a timer, a pool's bookkeeping), not for a new allocation
     /// on every request's path.

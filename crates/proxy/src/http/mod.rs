@@ -19,4 +19,5 @@ pub mod server;
 pub mod session;
 pub mod stack_fmt;
 pub mod tee;
+pub mod unpin;
 pub mod upgrade;
