@@ -4,7 +4,7 @@
 # until the Gateway answers 200 on the new path (p50/p99/max), for a moved
 # route and a new one, plus the controller's own split. Target: p99 < 20 ms.
 #
-#   scripts/bench-k8s-reload.sh [--routes 5000] [--changes 100]
+#   scripts/bench-k8s-reload.sh [--routes 5000] [--changes 100] [--without-hostnames]
 #
 # Needs root (network namespaces). Builds release binaries, then runs
 # tests/k8s/examples/k8s_reload_latency, which brings up its own cluster

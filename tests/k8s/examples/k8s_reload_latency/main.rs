@@ -42,6 +42,9 @@ const EXAMPLE_FILES: [&str; 4] = [
 struct Args {
     routes: usize,
     changes: usize,
+    /// Routes without `hostnames` (they match any host, as in the
+    /// standalone benchmark), to tell hostnames' cost apart.
+    without_hostnames: bool,
     /// Only tear down what the run of this pid left.
     reap: Option<u32>,
 }
@@ -50,6 +53,7 @@ fn parse_args() -> anyhow::Result<Args> {
     let mut args = Args {
         routes: 5_000,
         changes: 100,
+        without_hostnames: false,
         reap: None,
     };
     let mut given = std::env::args().skip(1);
@@ -57,8 +61,11 @@ fn parse_args() -> anyhow::Result<Args> {
         match arg.as_str() {
             "--routes" => args.routes = given.next().context("--routes N")?.parse()?,
             "--changes" => args.changes = given.next().context("--changes N")?.parse()?,
+            "--without-hostnames" => args.without_hostnames = true,
             "--reap" => args.reap = Some(given.next().context("--reap PID")?.parse()?),
-            other => bail!("unknown argument {other:?} (--routes N, --changes N, --reap PID)"),
+            other => bail!(
+                "unknown argument {other:?} (--routes N, --changes N, --without-hostnames, --reap PID)"
+            ),
         }
     }
     anyhow::ensure!(
@@ -99,6 +106,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         gateway,
         routes: args.routes,
         changes: args.changes,
+        hostnames: !args.without_hostnames,
     };
     let outcome = std::thread::spawn(move || bench.run_in_node_netns())
         .join()
@@ -151,6 +159,7 @@ struct Bench {
     gateway: SocketAddr,
     routes: usize,
     changes: usize,
+    hostnames: bool,
 }
 
 /// One timed change: the API server's answer, the first 200 on the new
@@ -196,7 +205,7 @@ impl Bench {
     async fn measure(self) -> anyhow::Result<()> {
         let api = routes::api(routes::client(&self.kubeconfig).await?);
         let loading = Instant::now();
-        routes::create_bulk(&api, self.routes).await?;
+        routes::create_bulk(&api, self.routes, self.hostnames).await?;
         let created = loading.elapsed();
         let mut gateway = GatewayClient::connect(self.gateway).await?;
         let last = routes::bulk_name(self.routes - 1);
@@ -209,8 +218,13 @@ impl Bench {
             .await?;
         routes::wait_all_statuses(&api, self.routes, LOAD_CAP).await?;
         println!(
-            "{} HTTPRoutes: created in {:.1} s, the last one served at {:.1} s, every status Accepted at {:.1} s",
+            "{} HTTPRoutes ({}): created in {:.1} s, the last one served at {:.1} s, every status Accepted at {:.1} s",
             self.routes,
+            if self.hostnames {
+                "one hostname each"
+            } else {
+                "no hostnames"
+            },
             created.as_secs_f64(),
             served.as_secs_f64(),
             loading.elapsed().as_secs_f64()
@@ -236,7 +250,7 @@ impl Bench {
             let name = format!("new-{i}");
             let (host, path) = (routes::host(&name), format!("/{name}"));
             let start = Instant::now();
-            let generation = routes::create(&api, &name, &path).await?;
+            let generation = routes::create(&api, &name, &path, self.hostnames).await?;
             created.written.push(start.elapsed());
             gateway.wait_for_200(&host, &path, SAMPLE_CAP).await?;
             created.served.push(start.elapsed());

@@ -52,14 +52,21 @@ fn rules(path: &str) -> Value {
     }])
 }
 
-pub fn route(name: &str, path: &str) -> anyhow::Result<DynamicObject> {
+/// Route `name` with `path`; with `hostname`, it also matches on its own
+/// hostname only (`<name>.bench.example`).
+pub fn route(name: &str, path: &str, hostname: bool) -> anyhow::Result<DynamicObject> {
+    let hostnames = if hostname {
+        vec![host(name)]
+    } else {
+        Vec::new()
+    };
     let object = json!({
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {
             "parentRefs": [{"name": GATEWAY}],
-            "hostnames": [host(name)],
+            "hostnames": hostnames,
             "rules": rules(path),
         },
     });
@@ -67,11 +74,15 @@ pub fn route(name: &str, path: &str) -> anyhow::Result<DynamicObject> {
 }
 
 /// Creates routes `0..count` (`/r<i>` on `r<i>.bench.example`), in parallel.
-pub async fn create_bulk(api: &Api<DynamicObject>, count: usize) -> anyhow::Result<()> {
+pub async fn create_bulk(
+    api: &Api<DynamicObject>,
+    count: usize,
+    hostnames: bool,
+) -> anyhow::Result<()> {
     futures::stream::iter(0..count)
         .map(|i| async move {
             let name = bulk_name(i);
-            let object = route(&name, &format!("/{name}"))?;
+            let object = route(&name, &format!("/{name}"), hostnames)?;
             api.create(&PostParams::default(), &object)
                 .await
                 .with_context(|| format!("create HTTPRoute {name}"))?;
@@ -83,9 +94,14 @@ pub async fn create_bulk(api: &Api<DynamicObject>, count: usize) -> anyhow::Resu
 }
 
 /// Creates one route; its new generation.
-pub async fn create(api: &Api<DynamicObject>, name: &str, path: &str) -> anyhow::Result<i64> {
+pub async fn create(
+    api: &Api<DynamicObject>,
+    name: &str,
+    path: &str,
+    hostname: bool,
+) -> anyhow::Result<i64> {
     let created = api
-        .create(&PostParams::default(), &route(name, path)?)
+        .create(&PostParams::default(), &route(name, path, hostname)?)
         .await?;
     created.metadata.generation.context("no generation")
 }
