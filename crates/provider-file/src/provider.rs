@@ -49,7 +49,12 @@ pub struct FileProvider {
     shadowed: BTreeMap<Id, BTreeSet<PathBuf>>,
     /// Order in which each object was first seen: its default
     /// creationTimestamp, so "oldest wins" ties follow first appearance.
+    /// Forgotten when no file defines the object any more (as an API
+    /// server forgets a deleted one), so churn under new names cannot
+    /// grow it.
     first_seen: HashMap<Id, i64>,
+    /// The order the next new object gets.
+    next_order: i64,
 }
 
 impl FileProvider {
@@ -62,6 +67,7 @@ impl FileProvider {
             owners: HashMap::new(),
             shadowed: BTreeMap::new(),
             first_seen: HashMap::new(),
+            next_order: 0,
         }
     }
 
@@ -114,7 +120,7 @@ impl FileProvider {
         match parse_file(path, &text) {
             Ok(mut parsed) => {
                 for p in &mut parsed {
-                    stamp(&mut self.first_seen, &mut p.object);
+                    stamp((&mut self.first_seen, &mut self.next_order), &mut p.object);
                 }
                 self.replace_objects(path, parsed);
                 if let Some(state) = self.files.get_mut(path) {
@@ -171,6 +177,8 @@ impl FileProvider {
                 continue;
             }
             let Some(next) = self.shadowed.get_mut(&id).and_then(|s| s.pop_first()) else {
+                // No file defines it any more.
+                self.first_seen.remove(&id);
                 continue;
             };
             let object = self.files.get(&next).and_then(|state| {
@@ -264,11 +272,14 @@ impl FileProvider {
 
 /// Defaults creationTimestamp (epoch + first-seen order, in seconds) and
 /// generation (1), as an API server would have set them.
-fn stamp(first_seen: &mut HashMap<Id, i64>, object: &mut Object) {
-    let next = i64::try_from(first_seen.len()).unwrap_or(i64::MAX);
+fn stamp((first_seen, next): (&mut HashMap<Id, i64>, &mut i64), object: &mut Object) {
     let order = *first_seen
         .entry((object.kind(), object.key()))
-        .or_insert(next);
+        .or_insert_with(|| {
+            let order = *next;
+            *next = next.saturating_add(1);
+            order
+        });
     let Some(meta) = object.meta_mut() else {
         return;
     };
@@ -286,4 +297,58 @@ pub fn load_dir(dir: impl AsRef<Path>) -> Loaded {
     let mut provider = FileProvider::new(dir.as_ref());
     provider.reload_all();
     provider.loaded()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(name: &str) -> String {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata:\n  name: {name}\n  namespace: default\nspec: {{}}\n"
+        )
+    }
+
+    fn created(provider: &FileProvider, name: &str) -> Option<i64> {
+        let key = ObjectKey::new("default", name);
+        let snapshot = provider.loaded_snapshot().snapshot;
+        let time = snapshot
+            .http_routes
+            .get(&key)?
+            .metadata
+            .creation_timestamp
+            .clone()?;
+        Some(time.0.as_second())
+    }
+
+    /// Route churn under new names must not grow the provider: a name no
+    /// file defines any more is forgotten, and coming back it is new.
+    #[test]
+    fn a_deleted_objects_first_seen_order_is_forgotten() {
+        let dir = std::env::temp_dir().join(format!("coxswain-first-seen-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut provider = FileProvider::new(&dir);
+        for i in 0..50 {
+            let path = dir.join(format!("r{i}.yaml"));
+            std::fs::write(&path, route(&format!("r{i}"))).unwrap();
+            provider.reload_file(&path);
+            std::fs::remove_file(&path).unwrap();
+            provider.reload_file(&path);
+        }
+        assert!(provider.first_seen.is_empty(), "{:?}", provider.first_seen);
+
+        let (a, b) = (dir.join("a.yaml"), dir.join("b.yaml"));
+        std::fs::write(&a, route("a")).unwrap();
+        provider.reload_file(&a);
+        std::fs::write(&b, route("b")).unwrap();
+        provider.reload_file(&b);
+        assert!(created(&provider, "a") < created(&provider, "b"));
+        std::fs::remove_file(&a).unwrap();
+        provider.reload_file(&a);
+        std::fs::write(&a, route("a")).unwrap();
+        provider.reload_file(&a);
+        assert!(created(&provider, "a") > created(&provider, "b"));
+        assert_eq!(provider.first_seen.len(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
