@@ -373,6 +373,15 @@ mod tests {
         COUNTING.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The part our crates asked for.
+    fn ours(by_crate: &BTreeMap<String, f64>) -> f64 {
+        by_crate
+            .iter()
+            .filter(|(krate, _)| krate.starts_with("crates/"))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     #[test]
     fn the_asking_crate_is_the_first_frame_outside_std_and_the_containers() {
         let trace = "   0: coxswain_request_allocs::counting::note
@@ -402,12 +411,7 @@ mod tests {
         let _alone = counting_alone();
         let costs = with_proxy(|listen| idle_both(listen, 20, false)).unwrap();
         for cost in &costs {
-            let ours: f64 = cost
-                .by_crate
-                .iter()
-                .filter(|(krate, _)| krate.starts_with("crates/"))
-                .map(|(_, n)| n)
-                .sum();
+            let ours = ours(&cost.by_crate);
             eprintln!(
                 "{}: {:.0} bytes per idle connection ({ours:.0} ours)",
                 cost.protocol, cost.bytes_per_connection
@@ -436,12 +440,7 @@ mod tests {
         let _alone = counting_alone();
         let costs = measure(300, 10, false).unwrap();
         for cost in &costs {
-            let ours: f64 = cost
-                .by_crate
-                .iter()
-                .filter(|(krate, _)| krate.starts_with("crates/"))
-                .map(|(_, n)| n)
-                .sum();
+            let ours = ours(&cost.by_crate);
             eprintln!(
                 "{}: {:.1} allocations ({ours:.1} ours), {:.0} bytes per request",
                 cost.protocol, cost.allocs_per_request, cost.bytes_per_request
