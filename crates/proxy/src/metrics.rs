@@ -302,12 +302,12 @@ fn render_histogram(out: &mut String, label: &str, h: &Histogram) {
     let _ = writeln!(out, "{name}_count{{route=\"{label}\"}} {count}");
 }
 
-/// Escapes a Prometheus label value.
 /// Keeps the entries someone besides `map` holds.
 pub(crate) fn retain_held<K: Ord, V>(map: &mut BTreeMap<K, Arc<V>>) {
     map.retain(|_, handle| Arc::strong_count(handle) > 1);
 }
 
+/// Escapes a Prometheus label value.
 pub fn escape(value: &str) -> String {
     value
         .replace('\\', "\\\\")
