@@ -5,7 +5,7 @@
 //! keep the routes whose hostnames cover the host (or that have none), key
 //! each match by (most specific covering route hostname, `MatchSpecificity`),
 //! stable-sort in IR order, first full match wins. This is the comparison of
-//! `crates/proxy/tests/lookup_index.rs`, generalised to hostnames, methods,
+//! `crates/proxy/tests/integration/lookup_index.rs`, generalised to hostnames, methods,
 //! headers and query parameters, and to buckets large enough (more than 8
 //! entries) to use the path index.
 //!

@@ -8,8 +8,8 @@
 # Cached under ~/.cache/coxswain/bin with a hash of go.sum and the source in
 # its name, so a change builds anew and no change builds nothing; moved into
 # place whole, so concurrent callers never see a half-written binary. Used
-# by crates/proxy/tests/external_auth.rs and
-# crates/coxswain/tests/external_auth.rs.
+# by crates/proxy/tests/integration/external_auth.rs and
+# crates/coxswain/tests/integration/external_auth.rs.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -12,7 +12,7 @@
 # and the server's source in their names, so a change builds anew and no
 # change builds nothing. Each binary is moved into place whole, so
 # concurrent callers never see a half-written one. Used by
-# crates/coxswain/tests/grpc.rs and scripts/bench-grpc.sh.
+# crates/coxswain/tests/integration/grpc.rs and scripts/bench-grpc.sh.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

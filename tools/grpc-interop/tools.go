@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package tools pins the standard gRPC interop test client and grpcurl for
-// tools/grpc-interop/build.sh (used by crates/coxswain/tests/grpc.rs); the
+// tools/grpc-interop/build.sh (used by crates/coxswain/tests/integration/grpc.rs); the
 // server is ./server, the interop TestService with reflection.
 package tools
 

@@ -8,7 +8,7 @@
 # Cached under ~/.cache/coxswain/bin with a hash of go.sum and go.mod in its
 # name, so a change builds anew and no change builds nothing; moved into
 # place whole, so concurrent callers never see a half-written binary. Used
-# by crates/coxswain/tests/tracing.rs (the real receiver of exported spans).
+# by crates/coxswain/tests/integration/tracing.rs (the real receiver of exported spans).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
