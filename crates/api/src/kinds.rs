@@ -168,9 +168,15 @@ macro_rules! kinds {
         impl Snapshot {
             /// Inserts (or replaces) an object under its key.
             pub fn insert(&mut self, object: Object) {
+                drop(self.replace(object));
+            }
+
+            /// Inserts an object under its key, returning the one it
+            /// replaced.
+            pub fn replace(&mut self, object: Object) -> Option<Object> {
                 let key = object.key();
                 match object {
-                    $(Object::$variant(o) => drop(self.$field.insert(key, o)),)*
+                    $(Object::$variant(o) => self.$field.insert(key, o).map(Object::$variant),)*
                 }
             }
 

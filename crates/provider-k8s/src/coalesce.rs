@@ -1,6 +1,8 @@
 //! Bursts of watch events become one translation: after the first change
 //! we keep taking changes until the stream is quiet for a short window,
-//! but never wait longer than a cap after the first change.
+//! but never wait longer than a cap after the first change. (A lone
+//! change, arriving while the loop was idle with nothing behind it, is
+//! translated at once: see the controller loop.)
 
 use std::time::Duration;
 

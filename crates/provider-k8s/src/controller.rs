@@ -143,23 +143,32 @@ pub async fn run<D: Dataplane>(
     let mut announced_ready = false;
     let mut ingress_problems = crate::ingress_problems::IngressProblemLog::default();
     let mut reserved_labels = crate::labels::ReservedLabelLog::default();
+    let mut last_job: Option<Arc<StatusJob>> = None;
     loop {
         let first = Instant::now();
         let mut first_seen = first;
+        // Nothing queued while the last pass ran: a change now is not part
+        // of a burst under way.
+        let idle = changes.is_empty();
+        let mut reported_now = false;
         tokio::select! {
             change = changes.recv() => {
                 let Some((seen, change)) = change else { break };
                 first_seen = seen;
                 store.apply(change);
-                if gather(&mut changes, &mut store, first, QUIET, CAP)
-                    .await
-                    .is_none()
+                // A lone change is served at once; one with others right
+                // behind it opens a burst, gathered until quiet.
+                let lone = idle && changes.is_empty();
+                if !lone
+                    && gather(&mut changes, &mut store, first, QUIET, CAP)
+                        .await
+                        .is_none()
                 {
                     break;
                 }
             }
             // A proxy acknowledged or rejected: the pool's status follows.
-            () = reported(&mut reports) => {}
+            () = reported(&mut reports) => reported_now = true,
         }
         if !store.ready() {
             continue; // no partial config: wait for every kind's first list
@@ -167,6 +176,24 @@ pub async fn run<D: Dataplane>(
         if !announced_ready {
             tracing::info!("initial list of every kind complete");
             announced_ready = true;
+        }
+        if !store.take_changed()
+            && !reported_now
+            && let Some(last) = &last_job
+        {
+            // Only route statuses changed, mostly our own write-backs
+            // coming back: translating would give the same config and
+            // statuses. The writer still needs the objects as they are now.
+            let filter = config.gateway_class_name.as_deref();
+            let job = StatusJob {
+                snapshot: Arc::new(for_translation(store.snapshot(), filter)),
+                ..StatusJob::clone(last)
+            };
+            let job = Arc::new(job);
+            last_job = Some(job.clone());
+            jobs_tx.send_replace(Some(job));
+            Metrics::add(&metrics.status_echoes);
+            continue;
         }
         let translate_start = Instant::now();
         let now = Timestamp::now();
@@ -190,12 +217,19 @@ pub async fn run<D: Dataplane>(
         };
         Metrics::add(&metrics.translations);
         let unbound = dataplane.apply(&output, timing).await;
-        mark_unbound(&mut job.statuses, &output.ir, &unbound, &Time(now));
+        mark_unbound(
+            Arc::make_mut(&mut job.statuses),
+            &output.ir,
+            &unbound,
+            &Time(now),
+        );
         ingress_problems.update(&job.statuses);
         if ir_changed {
             served = Some(output.ir.clone());
         }
-        jobs_tx.send_replace(Some(Arc::new(job)));
+        let job = Arc::new(job);
+        last_job = Some(job.clone());
+        jobs_tx.send_replace(Some(job));
     }
     tracing::error!("every watcher stopped; serving the last config");
 }
@@ -274,7 +308,7 @@ pub fn translate_store(
     );
     let job = StatusJob {
         snapshot: Arc::new(view),
-        statuses: output.statuses.clone(),
+        statuses: Arc::new(output.statuses.clone()),
         services: plan.services,
         secrets,
         service_accounts: plan.service_accounts,

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[derive(Debug, Default)]
 pub struct Metrics {
     pub translations: AtomicU64,
+    pub status_echoes: AtomicU64,
     pub status_writes: AtomicU64,
     pub status_write_errors: AtomicU64,
     pub status_write_conflicts: AtomicU64,
@@ -21,11 +22,16 @@ impl Metrics {
     }
 
     pub fn render(&self, out: &mut String) {
-        let counters: [(&str, &str, &AtomicU64); 7] = [
+        let counters: [(&str, &str, &AtomicU64); 8] = [
             (
                 "coxswain_controller_translations_total",
                 "Translations of the watched snapshot.",
                 &self.translations,
+            ),
+            (
+                "coxswain_controller_status_echoes_total",
+                "Watch events that changed only route statuses: not translated.",
+                &self.status_echoes,
             ),
             (
                 "coxswain_controller_status_writes_total",

@@ -14,10 +14,12 @@ use crate::gateway_labels::LabelApply;
 use crate::pool_plan::PoolTeardown;
 
 /// Everything one pass needs: the objects as last seen and what we want.
-#[derive(Debug, Default)]
+/// Cheap to clone but for the plans' few objects: a route status echo
+/// reuses the last job with the new snapshot.
+#[derive(Clone, Debug, Default)]
 pub struct StatusJob {
     pub snapshot: Arc<Snapshot>,
-    pub statuses: Statuses,
+    pub statuses: Arc<Statuses>,
     /// Per-Gateway Services (LoadBalancer mode, and dedicated Gateways)
     /// and ServiceAccounts (every Gateway).
     pub services: Vec<Service>,

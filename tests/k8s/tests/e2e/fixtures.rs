@@ -10,7 +10,7 @@ use coxswain_k8s_tests::netns_http::Response;
 use coxswain_k8s_tests::poll;
 use serde_json::Value;
 
-use crate::setup::Env;
+use crate::setup::{ADMIN, Env};
 
 pub const NS: &str = "coxswain-demo";
 pub const CAP: Duration = Duration::from_secs(60);
@@ -35,6 +35,19 @@ pub fn ensure_demo(env: &mut Env) -> anyhow::Result<SocketAddr> {
     env.gateway = Some(address);
     wait_status(env, "/", 200)?;
     Ok(address)
+}
+
+/// One unlabelled series from the controller process's /metrics.
+pub fn admin_metric(env: &Env, name: &str) -> anyhow::Result<f64> {
+    let admin: SocketAddr = ADMIN.parse()?;
+    let metrics = env.http.get(admin, "/metrics", &[])?;
+    let line = metrics
+        .body
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .ok_or_else(|| anyhow!("no {name} in /metrics"))?;
+    let value = line.split_whitespace().last().unwrap_or_default();
+    value.parse::<f64>().context(format!("{name} value"))
 }
 
 pub fn get(env: &Env, path: &str) -> anyhow::Result<Response> {

@@ -84,6 +84,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         scenarios_status::noop_reapply_keeps_status,
     ),
     (
+        "route_status_echo_is_not_translated",
+        scenarios_status::route_status_echo_is_not_translated,
+    ),
+    (
         "chart_rbac_is_enough_and_least",
         scenarios_rbac::chart_rbac_is_enough_and_least,
     ),

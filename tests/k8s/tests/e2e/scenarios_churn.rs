@@ -7,15 +7,15 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, anyhow, bail, ensure};
+use anyhow::{anyhow, bail, ensure};
 use coxswain_k8s_tests::poll;
 use coxswain_k8s_tests::procs::Background;
 use serde_json::{Value, json};
 
-use crate::fixtures::{CAP, NS, ensure_demo, wait_status};
+use crate::fixtures::{CAP, NS, admin_metric, ensure_demo, wait_status};
 use crate::load::{Load, Tally};
 use crate::scenarios_traffic::{ready_echo_pods, ready_endpoints};
-use crate::setup::{ADMIN, Env};
+use crate::setup::Env;
 
 const CLIENTS: usize = 4;
 
@@ -231,19 +231,6 @@ spec:
     )
 }
 
-/// The proxy's count of routes compiled so far.
-fn routes_compiled(env: &Env) -> anyhow::Result<u64> {
-    let admin: SocketAddr = ADMIN.parse()?;
-    let metrics = env.http.get(admin, "/metrics", &[])?;
-    let line = metrics
-        .body
-        .lines()
-        .find(|l| l.starts_with("coxswain_proxy_routes_compiled_total"))
-        .ok_or_else(|| anyhow!("no coxswain_proxy_routes_compiled_total in /metrics"))?;
-    let value = line.split_whitespace().last().unwrap_or_default();
-    Ok(value.parse::<f64>().context("routes compiled counter")? as u64)
-}
-
 /// About 100 EndpointSlice rewrites a second for a few seconds, the
 /// endpoint set alternating between one echo pod and both, under load:
 /// no request fails and no route is compiled again (not even by the
@@ -265,7 +252,7 @@ pub fn endpoint_churn_recompiles_nothing(env: &mut Env) -> anyhow::Result<()> {
     poll::until("the load under way", CAP, || {
         Ok((load.sent() > 50).then_some(()))
     })?;
-    let compiled_before = routes_compiled(env)?;
+    let compiled_before = admin_metric(env, "coxswain_proxy_routes_compiled_total")? as u64;
     let started = Instant::now();
     let gap = Duration::from_secs(1) / RATE;
     for n in 0..UPDATES {
@@ -283,7 +270,7 @@ pub fn endpoint_churn_recompiles_nothing(env: &mut Env) -> anyhow::Result<()> {
     let seconds = started.elapsed().as_secs_f64();
     // The last write (both pods) is served before the counter is read.
     let tally = load.finish();
-    let compiled_after = routes_compiled(env)?;
+    let compiled_after = admin_metric(env, "coxswain_proxy_routes_compiled_total")? as u64;
     println!(
         "    {UPDATES} EndpointSlice updates in {seconds:.1}s ({:.0}/s); routes compiled {compiled_before} -> {compiled_after}",
         f64::from(UPDATES) / seconds

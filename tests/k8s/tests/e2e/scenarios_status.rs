@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use anyhow::ensure;
 use coxswain_k8s_tests::kubectl::is_true;
 use coxswain_k8s_tests::poll;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::fixtures::{CAP, NS, ensure_demo, wait_status};
+use crate::fixtures::{CAP, NS, admin_metric, ensure_demo, wait_status};
 use crate::setup::Env;
 
 pub fn gatewayclass_accepted(env: &mut Env) -> anyhow::Result<()> {
@@ -190,6 +190,94 @@ pub fn noop_reapply_keeps_status(env: &mut Env) -> anyhow::Result<()> {
         "gateway",
         "demo",
         "e2e.coxswain/touched-",
+    ])?;
+    Ok(())
+}
+
+/// Another controller's entry added to our HTTPRoute's status: the watch
+/// event changes the route's status alone, so the controller serves it from
+/// the last translation (counted as a status echo, not translated), and
+/// its writer, handed the object as it is now, keeps both entries.
+pub fn route_status_echo_is_not_translated(env: &mut Env) -> anyhow::Result<()> {
+    const THEIRS: &str = "example.com/other-controller";
+    ensure_demo(env)?;
+    let echoes = || admin_metric(env, "coxswain_controller_status_echoes_total");
+    let before = echoes()?;
+    let route = |env: &Env| env.admin.get_json(&["-n", NS, "httproute", "echo"]);
+    let ours = route(env)?["status"]["parents"]
+        .as_array()
+        .map_or(0, Vec::len);
+    ensure!(
+        ours == 1,
+        "HTTPRoute echo has {ours} status parents, want ours alone"
+    );
+    // One more bump if an unrelated change happened to join the first
+    // one's burst (then the burst is translated and nothing is counted).
+    let mut counted = false;
+    for attempt in 0..3 {
+        let entry = json!({
+            "parentRef": {"name": "demo"},
+            "controllerName": THEIRS,
+            "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted",
+                            "message": format!("attempt {attempt}"),
+                            "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+        });
+        let op = if attempt == 0 { "add" } else { "replace" };
+        let path = if attempt == 0 {
+            "/status/parents/-"
+        } else {
+            "/status/parents/1"
+        };
+        let patch = json!([{"op": op, "path": path, "value": entry}]).to_string();
+        env.admin.run(&[
+            "-n",
+            NS,
+            "patch",
+            "httproute",
+            "echo",
+            "--subresource=status",
+            "--type=json",
+            "-p",
+            &patch,
+        ])?;
+        counted = poll::until(
+            "the status echo counted",
+            std::time::Duration::from_secs(10),
+            || Ok((echoes()? > before).then_some(())),
+        )
+        .is_ok();
+        if counted {
+            break;
+        }
+    }
+    ensure!(counted, "no watch event was counted as a status echo");
+    let parents = route(env)?["status"]["parents"].clone();
+    let controllers: Vec<&str> = parents
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["controllerName"].as_str())
+        .collect();
+    ensure!(
+        controllers.len() == 2 && controllers.contains(&THEIRS),
+        "status parents after the echo: {controllers:?}"
+    );
+    ensure!(
+        is_true(&parents[0]["conditions"], "Accepted"),
+        "our entry lost Accepted: {parents}"
+    );
+    wait_status(env, "/", 200)?;
+    println!("    another controller's route status: counted as an echo, both entries kept");
+    env.admin.run(&[
+        "-n",
+        NS,
+        "patch",
+        "httproute",
+        "echo",
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        r#"[{"op": "remove", "path": "/status/parents/1"}]"#,
     ])?;
     Ok(())
 }
