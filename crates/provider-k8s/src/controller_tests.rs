@@ -125,7 +125,7 @@ fn pools_on_labels_each_gateway_of_ours_with_its_model() {
         .iter()
         .map(|a| {
             (
-                a.gateway.name.as_str(),
+                &*a.gateway.name,
                 a.labels[crate::labels::DEPLOYMENT_MODEL_LABEL].as_str(),
             )
         })

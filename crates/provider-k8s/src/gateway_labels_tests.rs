@@ -136,9 +136,9 @@ fn planned(
         .map(|(name, status)| (ObjectKey::new("ns", *name), accepted(status)))
         .collect();
     let ours = BTreeSet::from(["ours".to_string()]);
-    plan(snapshot, &ours, "me", &statuses, |key| key.name == "big")
+    plan(snapshot, &ours, "me", &statuses, |key| &*key.name == "big")
         .into_iter()
-        .map(|a| (a.gateway.name, a.labels))
+        .map(|a| (a.gateway.name.to_string(), a.labels))
         .collect()
 }
 

@@ -16,8 +16,8 @@ pub fn our_classes(
         .gateway_classes
         .iter()
         .filter(|(_, class)| class.spec.controller_name == controller_name)
-        .filter(|(key, _)| class_filter.is_none_or(|only| key.name == only))
-        .map(|(key, _)| key.name.clone())
+        .filter(|(key, _)| class_filter.is_none_or(|only| &*key.name == only))
+        .map(|(key, _)| key.name.to_string())
         .collect()
 }
 
@@ -37,7 +37,7 @@ pub fn our_gateways<'a>(
 pub fn for_translation(snapshot: &Snapshot, class_filter: Option<&str>) -> Snapshot {
     let mut view = snapshot.clone();
     if let Some(only) = class_filter {
-        view.gateway_classes.retain(|key, _| key.name == only);
+        view.gateway_classes.retain(|key, _| &*key.name == only);
     }
     view
 }

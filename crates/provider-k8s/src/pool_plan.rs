@@ -39,10 +39,7 @@ pub struct PoolTeardown {
 impl PoolTeardown {
     /// The key of the objects to delete.
     pub fn object(&self) -> ObjectKey {
-        ObjectKey::new(
-            self.gateway.namespace.as_str(),
-            resource_name(&self.gateway.name),
-        )
+        ObjectKey::new(&*self.gateway.namespace, resource_name(&self.gateway.name))
     }
 }
 
@@ -132,7 +129,7 @@ fn stale_pool(
     gw: &Gateway,
     delete_service: bool,
 ) -> Option<PoolTeardown> {
-    let pool = ObjectKey::new(key.namespace.as_str(), resource_name(&key.name));
+    let pool = ObjectKey::new(&*key.namespace, resource_name(&key.name));
     let deployment = snapshot
         .deployments
         .get(&pool)
@@ -143,7 +140,7 @@ fn stale_pool(
             owned_by(&s.metadata, gw)
                 && s.spec.as_ref().and_then(|s| s.selector.as_ref()) == Some(&labels)
         });
-    let secret = ObjectKey::new(key.namespace.as_str(), stream_secret_name(&key.name));
+    let secret = ObjectKey::new(&*key.namespace, stream_secret_name(&key.name));
     let stream_secret = snapshot
         .secrets
         .get(&secret)

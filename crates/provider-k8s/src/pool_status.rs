@@ -43,7 +43,7 @@ pub fn overlay_pool_status(
             continue;
         };
         let spec = &parameters.spec;
-        let pool = ObjectKey::new(key.namespace.as_str(), resource_name(&key.name));
+        let pool = ObjectKey::new(&*key.namespace, resource_name(&key.name));
         let addresses = snapshot
             .services
             .get(&pool)

@@ -56,7 +56,7 @@ impl ProxyCredentials {
             let name = stream_secret_name(&key.name);
             let live = snapshot
                 .secrets
-                .get(&ObjectKey::new(key.namespace.as_str(), name.clone()))
+                .get(&ObjectKey::new(&*key.namespace, name.clone()))
                 .and_then(|secret| credentials(secret))
                 .filter(|c| self.fresh(c, now));
             let credentials = match live {

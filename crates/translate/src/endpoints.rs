@@ -30,7 +30,7 @@ impl<'a> SliceIndex<'a> {
                 .and_then(|l| l.get(SERVICE_NAME_LABEL));
             if let Some(service) = service {
                 by_service
-                    .entry((key.namespace.as_str(), service.as_str()))
+                    .entry((&*key.namespace, service.as_str()))
                     .or_default()
                     .push(slice);
             }

@@ -15,7 +15,7 @@ pub fn our_classes(snapshot: &Snapshot, options: &Options) -> BTreeSet<String> {
         .gateway_classes
         .iter()
         .filter(|(_, class)| class.spec.controller_name == options.controller_name)
-        .map(|(key, _)| key.name.clone())
+        .map(|(key, _)| key.name.to_string())
         .collect()
 }
 
@@ -37,7 +37,7 @@ pub fn class_statuses(
     snapshot
         .gateway_classes
         .iter()
-        .filter(|(key, _)| ours.contains(&key.name))
+        .filter(|(key, _)| ours.contains(&*key.name))
         .map(|(key, class)| {
             let stamp = Stamp {
                 generation: class.metadata.generation,

@@ -65,7 +65,7 @@ pub fn gateway_parameters(
         .and_then(|i| i.parameters_ref.as_ref());
     if let Some(r) = own {
         ours(&r.group, &r.kind, &r.name)?;
-        let target = ObjectKey::new(key.namespace.as_str(), r.name.as_str());
+        let target = ObjectKey::new(&*key.namespace, r.name.as_str());
         return lookup(snapshot, &target, options).map(Some);
     }
     let class = snapshot
@@ -112,7 +112,7 @@ pub fn verdicts(snapshot: &Snapshot, options: &Options) -> Verdicts {
     let mut out = Verdicts::default();
     for (key, class) in &snapshot.gateway_classes {
         if let Err(why) = class_parameters(snapshot, class, options) {
-            out.classes.insert(key.name.clone(), why);
+            out.classes.insert(key.name.to_string(), why);
         }
     }
     for (key, gw) in &snapshot.gateways {

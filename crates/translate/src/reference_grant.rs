@@ -33,7 +33,7 @@ pub fn is_permitted(
     }
     let in_target_ns = grants
         .range(ObjectKey::new(to.namespace, "")..)
-        .take_while(|(k, _)| k.namespace == to.namespace);
+        .take_while(|(k, _)| *k.namespace == *to.namespace);
     in_target_ns.into_iter().any(|(_, grant)| {
         let from_ok =
             grant.spec.from.iter().any(|f| {

@@ -157,8 +157,7 @@ pub fn convert(snapshot: &Snapshot, settings: &Settings) -> Migration {
 /// Ingresses share, else `default`.
 fn gateway_key(settings: &Settings, selected: &[(&ObjectKey, &Arc<Ingress>)]) -> ObjectKey {
     let namespace = settings.gateway_namespace.clone().unwrap_or_else(|| {
-        let namespaces: BTreeSet<&str> =
-            selected.iter().map(|(k, _)| k.namespace.as_str()).collect();
+        let namespaces: BTreeSet<&str> = selected.iter().map(|(k, _)| &*k.namespace).collect();
         match namespaces.into_iter().collect::<Vec<_>>().as_slice() {
             [only] => (*only).to_string(),
             _ => "default".to_string(),

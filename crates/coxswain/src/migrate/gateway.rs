@@ -146,8 +146,8 @@ pub fn documents(settings: &Settings, gateway: &ObjectKey, tls: &[TlsHost]) -> V
     ];
     let foreign: BTreeSet<&str> = tls
         .iter()
-        .map(|h| h.secret.namespace.as_str())
-        .filter(|ns| *ns != gateway.namespace)
+        .map(|h| &*h.secret.namespace)
+        .filter(|ns| *ns != &*gateway.namespace)
         .collect();
     for namespace in foreign {
         out.push(document(json!({

@@ -61,7 +61,7 @@ pub fn class_of(snapshot: &Snapshot, ingress: &Ingress) -> Option<String> {
             .ingress_classes
             .iter()
             .find(|(_, class)| is_default(class))
-            .map(|(key, _)| key.name.clone())
+            .map(|(key, _)| key.name.to_string())
     })
 }
 

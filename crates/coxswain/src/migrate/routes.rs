@@ -109,7 +109,7 @@ pub fn documents(
             .collect();
         let base = match host {
             None => part.key.name.clone(),
-            Some(h) => format!("{}-{}", part.key.name, h.replace('*', "wildcard")),
+            Some(h) => format!("{}-{}", part.key.name, h.replace('*', "wildcard")).into(),
         };
         for chunk in rules.chunks(MAX_RULES) {
             serve(&mut push, parent, part, &base, host, chunk);

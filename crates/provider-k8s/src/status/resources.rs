@@ -117,7 +117,7 @@ impl ResourceWriter {
             // In this order, stopping at a failure: the Deployment goes
             // last, since its presence is what brings the teardown back.
             let secret = ObjectKey::new(
-                teardown.gateway.namespace.as_str(),
+                &*teardown.gateway.namespace,
                 stream_secret_name(&teardown.gateway.name),
             );
             let ok = (!teardown.stream_secret

@@ -42,8 +42,8 @@ impl GatewayAuthIndex {
         let holder = self.claims.holder(&PolicyTarget::Gateway(gateway.clone()));
         holder.map(|key| ExtensionKey {
             kind: ExtensionKind::ExternalAuth,
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
+            namespace: key.namespace.to_string(),
+            name: key.name.to_string(),
         })
     }
 

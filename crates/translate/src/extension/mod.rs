@@ -119,8 +119,8 @@ pub fn resolve_ref(
         return RefOutcome::NotForRouteKind(format!("{kind} does not apply to GRPCRoute"));
     }
     let key = ObjectKey {
-        namespace: namespace.to_string(),
-        name: name.to_string(),
+        namespace: namespace.into(),
+        name: name.into(),
     };
     if !exists(snapshot, extension_kind, &key) {
         return deny(
@@ -131,8 +131,8 @@ pub fn resolve_ref(
     RefOutcome::Filter(
         Filter::Extension(ExtensionKey {
             kind: extension_kind,
-            namespace: key.namespace,
-            name: key.name,
+            namespace: key.namespace.to_string(),
+            name: key.name.to_string(),
         }),
         None,
     )
@@ -196,8 +196,8 @@ pub fn table(snapshot: &Snapshot, keys: &BTreeSet<ExtensionKey>) -> Vec<Extensio
     keys.iter()
         .map(|key| {
             let object = ObjectKey {
-                namespace: key.namespace.clone(),
-                name: key.name.clone(),
+                namespace: key.namespace.as_str().into(),
+                name: key.name.as_str().into(),
             };
             let spec = match resolve(snapshot, key.kind, &object) {
                 Some(resolved) => resolved.spec,

@@ -128,7 +128,7 @@ fn rules_without_jwt_auth(snapshot: &Snapshot, limit: &ObjectKey) -> Vec<String>
         let uses = |kind: &str| {
             filters
                 .iter()
-                .any(|(k, n)| *k == kind && (kind != "RateLimit" || *n == limit.name))
+                .any(|(k, n)| *k == kind && (kind != "RateLimit" || *n == &*limit.name))
         };
         uses("RateLimit") && !uses("JwtAuth")
     };

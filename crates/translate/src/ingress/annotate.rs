@@ -154,7 +154,7 @@ fn inline_key(key: &ObjectKey, kind: ExtensionKind, suffix: Option<u32>) -> Exte
     };
     ExtensionKey {
         kind,
-        namespace: key.namespace.clone(),
+        namespace: key.namespace.to_string(),
         name,
     }
 }

@@ -32,7 +32,7 @@ impl<'a> Classes<'a> {
             .map(|(key, class)| {
                 let ours = class.spec.as_ref().and_then(|s| s.controller.as_deref())
                     == Some(options.controller_name.as_str());
-                (key.name.as_str(), (ours, class.as_ref()))
+                (&*key.name, (ours, class.as_ref()))
             })
             .collect();
         let default = by_name

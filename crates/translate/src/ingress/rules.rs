@@ -119,8 +119,8 @@ fn route(
     Route {
         id: RouteId {
             kind: RouteKind::Ingress,
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
+            namespace: key.namespace.to_string(),
+            name: key.name.to_string(),
             rule_index,
             rule_name: None,
         },

@@ -150,7 +150,7 @@ impl<'a> BackendPolicyIndex<'a> {
         )];
         let mut ignored = parsed.ignored.clone();
         let h2c = clusters.values().any(|c| {
-            c.namespace == key.namespace
+            *c.namespace == *key.namespace
                 && c.service == target.name
                 && c.protocol == coxswain_ir::UpstreamProtocol::H2c
         });

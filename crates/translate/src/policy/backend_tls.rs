@@ -133,8 +133,8 @@ impl<'a> BackendTlsIndex<'a> {
                     ancestor_ref: BackendTlsPolicyStatusAncestorsAncestorRef {
                         group: Some(GATEWAY_GROUP.to_string()),
                         kind: Some("Gateway".to_string()),
-                        name: gw.name.clone(),
-                        namespace: Some(gw.namespace.clone()),
+                        name: gw.name.to_string(),
+                        namespace: Some(gw.namespace.to_string()),
                         port: None,
                         section_name: None,
                     },

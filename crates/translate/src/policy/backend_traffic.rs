@@ -102,8 +102,8 @@ impl<'a> BackendTrafficIndex<'a> {
                     ancestor_ref: XBackendTrafficPolicyStatusAncestorsAncestorRef {
                         group: Some(GATEWAY_GROUP.to_string()),
                         kind: Some("Gateway".to_string()),
-                        name: gw.name.clone(),
-                        namespace: Some(gw.namespace.clone()),
+                        name: gw.name.to_string(),
+                        namespace: Some(gw.namespace.to_string()),
                         port: None,
                         section_name: None,
                     },

@@ -105,7 +105,7 @@ mod tests {
             [policy("young", 20), policy("old", 10), policy("other", 30)]
                 .into_iter()
                 .collect();
-        let claims = Claims::new(&policies, |key, _| match key.name.as_str() {
+        let claims = Claims::new(&policies, |key, _| match &*key.name {
             "other" => vec![service("b")],
             // A target named twice by one policy is no conflict.
             _ => vec![service("a"), service("a")],

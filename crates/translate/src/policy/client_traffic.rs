@@ -387,7 +387,7 @@ fn status(
                     group,
                     kind,
                     name,
-                    namespace: Some(key.namespace.clone()),
+                    namespace: Some(key.namespace.to_string()),
                 },
                 controller_name: options.controller_name.clone(),
                 conditions: stamp.all(vec![cond]),

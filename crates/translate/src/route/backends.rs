@@ -53,7 +53,7 @@ impl<'a> Lookup<'a> {
         let services = snapshot
             .services
             .iter()
-            .map(|(k, svc)| ((k.namespace.as_str(), k.name.as_str()), svc.as_ref()))
+            .map(|(k, svc)| ((&*k.namespace, &*k.name), svc.as_ref()))
             .collect();
         Lookup { snapshot, services }
     }

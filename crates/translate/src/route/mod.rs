@@ -116,8 +116,8 @@ impl CompiledRoute {
     fn id(&self, rule_index: u32, rule_name: Option<String>) -> RouteId {
         RouteId {
             kind: self.kind,
-            namespace: self.key.namespace.clone(),
-            name: self.key.name.clone(),
+            namespace: self.key.namespace.to_string(),
+            name: self.key.name.to_string(),
             rule_index,
             rule_name,
         }
