@@ -181,7 +181,7 @@ pub async fn run<D: Dataplane>(
             && !reported_now
             && let Some(last) = &last_job
         {
-            // Only route statuses changed, mostly our own write-backs
+            // Only route or Gateway statuses changed, mostly our own write-backs
             // coming back: translating would give the same config and
             // statuses. The writer still needs the objects as they are now.
             let filter = config.gateway_class_name.as_deref();

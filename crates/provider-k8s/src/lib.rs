@@ -1,7 +1,8 @@
 //! Kubernetes provider: kube-rs watchers of every kind the translator
 //! reads build the same [`coxswain_api::Snapshot`] the file provider
 //! builds; bursts are coalesced into one translation, and a change to a
-//! route's status alone (our own write-back) is not translated; the leader (by
+//! route's or Gateway's status alone (our own write-back) is not
+//! translated; the leader (by
 //! Lease) writes status and per-Gateway Services, and provisions the proxy
 //! pools of dedicated Gateways (`pool*`). Never depends on the
 //! proxy: the binary plugs it in through [`Dataplane`].

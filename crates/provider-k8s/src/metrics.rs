@@ -30,7 +30,7 @@ impl Metrics {
             ),
             (
                 "coxswain_controller_status_echoes_total",
-                "Watch events that changed only route statuses: not translated.",
+                "Watch events that changed only route or Gateway statuses: not translated.",
                 &self.status_echoes,
             ),
             (

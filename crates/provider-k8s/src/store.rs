@@ -23,7 +23,7 @@ pub struct Store {
     snapshot: Snapshot,
     listed: BTreeSet<Kind>,
     /// Some change since [`Store::take_changed`] may change the loop's
-    /// output (anything but a route's status).
+    /// output (anything but a status it never reads).
     changed: bool,
 }
 
@@ -33,8 +33,9 @@ impl Store {
             Change::Apply(object) => {
                 let new = object.clone();
                 let old = self.snapshot.replace(object);
-                let status_only =
-                    status_unread(new.kind()) && old.is_some_and(|old| old.same_but_status(&new));
+                let status_only = old.is_some_and(|old| {
+                    unread_status_change(&old, &new) && old.same_but_status(&new)
+                });
                 self.changed |= !status_only;
             }
             Change::Delete(kind, key) => {
@@ -52,7 +53,8 @@ impl Store {
         }
     }
 
-    /// Did anything but route statuses change since the last call? When
+    /// Did anything but statuses the loop never reads change since the
+    /// last call ([`unread_status_change`])? When
     /// not, translating again gives what the last translation gave: our own
     /// status write-backs come back through the watch this way.
     pub fn take_changed(&mut self) -> bool {
@@ -69,15 +71,22 @@ impl Store {
     }
 }
 
-/// Kinds whose `status` nothing in the loop reads: neither the translator
-/// (which reads no status) nor the address, pool and label plans (which
-/// read Gateways', Services' and Deployments'). Routes are the many objects
-/// whose status we write back.
-fn status_unread(kind: Kind) -> bool {
-    matches!(
-        kind,
-        Kind::HttpRoute | Kind::GrpcRoute | Kind::TlsRoute | Kind::TcpRoute | Kind::UdpRoute
-    )
+/// Would a change from `old` to `new` that touches nothing but the status
+/// leave the loop's output as it was? The translator reads no status; the
+/// loop reads a Gateway's `status.addresses` (the addresses it keeps),
+/// Services' (load balancer addresses) and Deployments' (pool readiness).
+/// Routes and Gateways are the objects whose status we write back, so
+/// those are the echoes worth recognising.
+fn unread_status_change(old: &Object, new: &Object) -> bool {
+    match (old, new) {
+        (Object::Gateway(old), Object::Gateway(new)) => {
+            old.status.as_ref().map(|s| &s.addresses) == new.status.as_ref().map(|s| &s.addresses)
+        }
+        (old, _) => matches!(
+            old.kind(),
+            Kind::HttpRoute | Kind::GrpcRoute | Kind::TlsRoute | Kind::TcpRoute | Kind::UdpRoute
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -160,6 +169,31 @@ mod tests {
             ObjectKey::new("default", "r"),
         ));
         assert!(store.take_changed(), "deleted");
+    }
+
+    fn gateway(address: &str, attached: i32) -> Object {
+        let value = serde_json::json!({
+            "metadata": {"name": "gw", "namespace": "default"},
+            "spec": {"gatewayClassName": "c",
+                     "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+            "status": {
+                "addresses": [{"type": "IPAddress", "value": address}],
+                "listeners": [{"name": "http", "attachedRoutes": attached,
+                               "supportedKinds": [], "conditions": []}]
+            }
+        });
+        Object::Gateway(Arc::new(serde_json::from_value(value).unwrap()))
+    }
+
+    #[test]
+    fn a_gateways_status_is_read_for_its_addresses_only() {
+        let mut store = Store::default();
+        store.apply(Change::Apply(gateway("10.0.0.1", 0)));
+        assert!(store.take_changed());
+        store.apply(Change::Apply(gateway("10.0.0.1", 1)));
+        assert!(!store.take_changed(), "attachedRoutes written back");
+        store.apply(Change::Apply(gateway("10.0.0.2", 1)));
+        assert!(store.take_changed(), "the addresses it keeps");
     }
 
     #[test]
