@@ -2,18 +2,9 @@
 
 use crate::support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-use support::{BIN, curl_get, echo_json, free_port, wait_for};
-
-struct Echo(Child);
-
-impl Drop for Echo {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use support::{BIN, Echo, curl_get, echo_json, free_port, wait_for};
 
 #[test]
 fn echo_reports_request_over_both_protocols() {

@@ -7,40 +7,10 @@
 
 use crate::support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use support::pki::{ca, server};
 use support::*;
-
-/// A named `coxswain echo` (it reports its name as `pod`).
-struct Echo(Child);
-
-impl Drop for Echo {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn echo(name: &str, port: u16) -> Echo {
-    let child = Command::new(BIN)
-        .args(["echo", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--name", name])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}/");
-    wait_for("echo to listen", || curl_get(&[], &url).0 == 200);
-    Echo(child)
-}
-
-const CLASS: &str = "apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata:
-  name: coxswain
-spec:
-  controller: coxswain-labs.dev/gateway-controller
-";
 
 fn backend(service: &str, port: u16) -> String {
     format!("{{service: {{name: {service}, port: {{number: {port}}}}}}}")
@@ -154,7 +124,7 @@ fn ingress_routes_by_host_path_and_sni() {
     server(certs.path(), "site", "ca", "DNS:secure.test");
 
     let config = TempDir::new("ingress");
-    config.write("class.yaml", CLASS);
+    config.write("class.yaml", INGRESS_CLASS);
     config.write("secret.yaml", &certificate_secret(&certs));
     for (name, port) in [
         ("exact", ports.exact),
@@ -237,7 +207,7 @@ fn check(dir: &TempDir) -> (i32, String) {
 #[test]
 fn check_reports_load_balancer_and_refused_resource_backend() {
     let dir = TempDir::new("ingress-check");
-    dir.write("class.yaml", CLASS);
+    dir.write("class.yaml", INGRESS_CLASS);
     dir.write("web.yaml", &loopback_service("web", 8080, &[]));
     dir.write(
         "ingress.yaml",

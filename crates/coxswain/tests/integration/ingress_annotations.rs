@@ -9,40 +9,10 @@
 
 use crate::support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use support::pki::{ca, server};
 use support::*;
-
-/// A named `coxswain echo` (it reports its name as `pod`).
-struct Echo(Child);
-
-impl Drop for Echo {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn echo(name: &str, port: u16) -> Echo {
-    let child = Command::new(BIN)
-        .args(["echo", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--name", name])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}/");
-    wait_for("echo to listen", || curl_get(&[], &url).0 == 200);
-    Echo(child)
-}
-
-const CLASS: &str = "apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata:
-  name: coxswain
-spec:
-  controller: coxswain-labs.dev/gateway-controller
-";
 
 /// An Ingress for `host` with one Prefix `path` to Service `service`
 /// (port 80 of the loopback Services below); `annotations` are YAML lines.
@@ -166,7 +136,7 @@ fn annotations_are_enforced_end_to_end() {
     server(certs.path(), "site", "ca", "DNS:redirect.test");
 
     let config = TempDir::new("ingress-annotations");
-    config.write("class.yaml", CLASS);
+    config.write("class.yaml", INGRESS_CLASS);
     config.write("main.yaml", &service("main", main_port));
     config.write("canary.yaml", &service("canary", canary_port));
     config.write("users.yaml", &htpasswd_secret("alice", "wonder"));
@@ -376,7 +346,7 @@ fn annotations_are_enforced_end_to_end() {
 #[test]
 fn check_reports_invalid_and_conflicting_annotations() {
     let dir = TempDir::new("ingress-annotations-check");
-    dir.write("class.yaml", CLASS);
+    dir.write("class.yaml", INGRESS_CLASS);
     dir.write("main.yaml", &service("main", 8080));
     dir.write(
         "ingress.yaml",

@@ -10,7 +10,7 @@
 use crate::support;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use support::pki::{ca, server};
 use support::*;
@@ -28,27 +28,6 @@ const SERVICES: &[(&str, &str)] = &[
 
 /// Files of the example that are not Ingress objects (served in both runs).
 const SHARED_FILES: &[&str] = &["namespace.yaml", "services.yaml", "admin-htpasswd.yaml"];
-
-struct Echo(Child);
-
-impl Drop for Echo {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn echo(name: &str, port: u16) -> Echo {
-    let child = Command::new(BIN)
-        .args(["echo", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--name", name])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}/");
-    wait_for("echo to listen", || curl_get(&[], &url).0 == 200);
-    Echo(child)
-}
 
 /// The example with every placeholder port replaced by a live echo's.
 struct Example {

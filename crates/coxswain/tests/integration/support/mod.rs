@@ -3,6 +3,7 @@
 #![allow(dead_code)] // not every helper is used by a test yet
 
 pub mod jaeger;
+mod named_echo;
 pub mod pki;
 // One port allocator and one redis-server helper for the proxy's tests and
 // these.
@@ -10,12 +11,13 @@ pub mod pki;
 mod ports;
 #[path = "../../../../proxy/tests/integration/common/redis.rs"]
 pub mod redis;
+pub use named_echo::{Echo, echo};
 pub use ports::free_port;
 mod tools;
 mod yaml;
 
 pub use tools::build_tool;
-pub use yaml::{indent, loopback_service};
+pub use yaml::{INGRESS_CLASS, indent, loopback_service};
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,5 +1,14 @@
 //! Config fragments the end-to-end tests share.
 
+/// The IngressClass that makes Ingresses of class `coxswain` ours.
+pub const INGRESS_CLASS: &str = "apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: coxswain
+spec:
+  controller: coxswain-labs.dev/gateway-controller
+";
+
 /// `text` with every line indented by `spaces` (to nest a PEM or a
 /// document under a YAML key).
 pub fn indent(text: &str, spaces: usize) -> String {
