@@ -143,7 +143,6 @@ pub async fn run<D: Dataplane>(
     let mut announced_ready = false;
     let mut ingress_problems = crate::ingress_problems::IngressProblemLog::default();
     let mut reserved_labels = crate::labels::ReservedLabelLog::default();
-    let mut last_job: Option<Arc<StatusJob>> = None;
     loop {
         let first = Instant::now();
         let mut first_seen = first;
@@ -177,9 +176,11 @@ pub async fn run<D: Dataplane>(
             tracing::info!("initial list of every kind complete");
             announced_ready = true;
         }
+        // The writer's current job is the last translation's.
+        let last = jobs_tx.borrow().clone();
         if !store.take_changed()
             && !reported_now
-            && let Some(last) = &last_job
+            && let Some(last) = last
         {
             // Only route or Gateway statuses changed, mostly our own write-backs
             // coming back: translating would give the same config and
@@ -187,11 +188,9 @@ pub async fn run<D: Dataplane>(
             let filter = config.gateway_class_name.as_deref();
             let job = StatusJob {
                 snapshot: Arc::new(for_translation(store.snapshot(), filter)),
-                ..StatusJob::clone(last)
+                ..StatusJob::clone(&last)
             };
-            let job = Arc::new(job);
-            last_job = Some(job.clone());
-            jobs_tx.send_replace(Some(job));
+            jobs_tx.send_replace(Some(Arc::new(job)));
             Metrics::add(&metrics.status_echoes);
             continue;
         }
@@ -227,9 +226,7 @@ pub async fn run<D: Dataplane>(
         if ir_changed {
             served = Some(output.ir.clone());
         }
-        let job = Arc::new(job);
-        last_job = Some(job.clone());
-        jobs_tx.send_replace(Some(job));
+        jobs_tx.send_replace(Some(Arc::new(job)));
     }
     tracing::error!("every watcher stopped; serving the last config");
 }
