@@ -64,7 +64,8 @@ start_coxswain() {
     start_pinned proxy-coxswain 0 env TOKIO_WORKER_THREADS=1 RUST_LOG=warn \
         "$COXSWAIN_BIN" "${args[@]}"
     PROXY_PID=$LAST_PID H1_URL="http://127.0.0.1:$port/" H2C_URL=$H1_URL
-    WATCH_PID=$PROXY_PID wait_http "http://127.0.0.1:$admin/readyz" 60
+    ADMIN_URL="http://127.0.0.1:$admin"
+    WATCH_PID=$PROXY_PID wait_http "$ADMIN_URL/readyz" 60
 }
 
 # The same binary without its access log: the log's cost is the gap.

@@ -55,6 +55,9 @@ pub struct Shared {
     pub limits: HttpLimits,
     /// Configured once from `limits`, cloned per connection.
     pub http: auto::Builder<TokioExecutor>,
+    /// The same HTTP/1 settings, for plain connections served by
+    /// [`crate::http::park`].
+    pub http1: hyper::server::conn::http1::Builder,
     pub overload: Overload,
     /// Pass the verified client identity to backends in
     /// `x-forwarded-client-cert`.

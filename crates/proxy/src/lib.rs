@@ -213,6 +213,7 @@ impl Proxy {
             forward_client_cert: options.forward_client_cert,
             upgrade_idle: options.tcp_idle_timeout,
             http: crate::http::server::builder(&options.http),
+            http1: crate::http::server::http1_builder(&options.http),
             limits: options.http.clone(),
             overload: overload::Overload::new(options.overload),
             access_log,

@@ -136,6 +136,8 @@ pub struct Metrics {
     pub config_applies: AtomicU64,
     /// HTTP routes compiled (not reused from the previous config).
     pub routes_compiled: AtomicU64,
+    /// Idle HTTP/1.1 connections holding no HTTP buffers ([`crate::http::park`]).
+    pub http1_parked: AtomicU64,
     pub rejections: Rejections,
     pub l4: L4Registry,
     pub upgrades: crate::http::upgrade::UpgradeMetrics,
@@ -267,6 +269,12 @@ impl Metrics {
                 value.load(Ordering::Relaxed)
             );
         }
+        let name = "coxswain_proxy_http1_parked_connections";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Idle HTTP/1.1 client connections whose read and write buffers are released until their next request.\n# TYPE {name} gauge\n{name} {}",
+            self.http1_parked.load(Ordering::Relaxed)
+        );
         self.rejections.render(out);
         self.l4.render(out);
         self.upgrades.render(out);

@@ -32,7 +32,7 @@ impl Linger {
         self.0.store(true, Ordering::Relaxed);
     }
 
-    fn wanted(&self) -> bool {
+    pub fn wanted(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
 }
@@ -56,6 +56,10 @@ impl<I> Lingering<I> {
             linger,
             draining: None,
         }
+    }
+
+    pub fn get_mut(&mut self) -> &mut I {
+        &mut self.inner
     }
 }
 

@@ -2,6 +2,7 @@
 //! compression.
 
 pub mod accept_encoding;
+pub mod activity;
 pub mod authority;
 pub mod body;
 pub mod compress;
@@ -12,6 +13,7 @@ pub mod headers;
 pub mod limits;
 pub mod linger;
 pub mod normalize;
+pub mod park;
 pub mod path;
 pub mod redirect;
 pub mod request_id;

@@ -1,13 +1,10 @@
-//! Serves HTTP/1.1 or HTTP/2 (by preface or ALPN) on one accepted
-//! connection until it ends, its listener drains, or it sits idle.
+//! Serves HTTP/1.1 or HTTP/2 (by preface or ALPN) on one TLS connection,
+//! or HTTP/2 on a plain one, until it ends, its listener drains, or it sits
+//! idle. Plain HTTP/1.1 is [`super::park`]'s.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use http::HeaderValue;
-use http::header::CONNECTION;
-use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulConnection;
@@ -15,13 +12,26 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::activity::{Activity, ConnService};
 use super::limits::HttpLimits;
 use super::linger::Lingering;
-use crate::handler::{ConnInfo, Shared, SharedTable, handle};
+use crate::handler::{ConnInfo, Shared, SharedTable};
 use crate::metrics::Metrics;
 use crate::rejections::RejectReason;
 
-/// The connection builder every HTTP connection is served with.
+/// The HTTP/1 connection builder of plain connections
+/// ([`super::park`]); its settings are the same as [`builder`]'s.
+pub fn http1_builder(limits: &HttpLimits) -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        .max_headers(limits.max_headers);
+    builder
+}
+
+/// The connection builder of TLS connections and h2c.
 pub fn builder(limits: &HttpLimits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -58,27 +68,6 @@ pub enum Versions {
     Http1,
 }
 
-/// Requests in flight on one connection, and when one last started or ended.
-struct Activity {
-    start: Instant,
-    active: AtomicUsize,
-    last_ms: AtomicU64,
-    served: AtomicU64,
-}
-
-impl Activity {
-    fn touch(&self) {
-        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-
-    /// When the connection became idle, if it is.
-    fn idle_since(&self) -> Option<Instant> {
-        (self.active.load(Ordering::Relaxed) == 0)
-            .then(|| self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed)))
-    }
-}
-
 /// Serves `io` until the client closes it, `drain` turns true (then
 /// in-flight requests finish: HTTP/1 closes after the current response,
 /// HTTP/2 sends GOAWAY), or no request was in flight for the idle timeout.
@@ -91,14 +80,8 @@ pub async fn serve_connection<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let activity = Arc::new(Activity {
-        start: Instant::now(),
-        active: AtomicUsize::new(0),
-        last_ms: AtomicU64::new(0),
-        served: AtomicU64::new(0),
-    });
+    let activity = Activity::new();
     let idle = shared.limits.idle_timeout;
-    let max_requests = shared.limits.max_requests_per_connection;
     let builder = match versions {
         Versions::Either => shared.http.clone(),
         Versions::Http2 => shared.http.clone().http2_only(),
@@ -106,33 +89,14 @@ pub async fn serve_connection<I>(
     };
     let io = Lingering::new(io, info.linger.clone());
     let metrics = shared.metrics.clone();
-    let tracked = activity.clone();
     let client = info.client;
     let upgrade = info.upgrade.clone();
-    let service = service_fn(move |req| {
-        let (shared, table, activity) = (shared.clone(), table.clone(), tracked.clone());
-        let info = info.clone();
-        // Boxed: an HTTP/1 connection keeps room for its request's future
-        // inline while it sits idle between requests; one allocation per
-        // request is cheaper than kilobytes per idle connection.
-        Box::pin(async move {
-            activity.active.fetch_add(1, Ordering::Relaxed);
-            activity.touch();
-            let mut response = handle(shared, table, info, req).await;
-            let served = activity.served.fetch_add(1, Ordering::Relaxed) + 1;
-            if max_requests > 0
-                && served >= max_requests
-                && let Ok(response) = &mut response
-            {
-                response
-                    .headers_mut()
-                    .insert(CONNECTION, HeaderValue::from_static("close"));
-            }
-            activity.active.fetch_sub(1, Ordering::Relaxed);
-            activity.touch();
-            response
-        })
-    });
+    let service = ConnService {
+        shared,
+        table,
+        info,
+        activity: activity.clone(),
+    };
     let watch = Watch {
         activity: &activity,
         idle,

@@ -9,7 +9,7 @@ use std::fmt::Write;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: taken once when a request upgrades and once when its connection ends, never per request
+use std::sync::{Arc, Mutex, PoisonError}; // lock-ok: taken when a request upgrades and when its connection parks or ends, never per request
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -18,6 +18,8 @@ use http::header::{CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UPGRADE}
 use http::{HeaderMap, HeaderValue, Method, Request, Version};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
 
 use crate::access_log::{ClosesOnDrop, TunnelLog};
 use crate::l4::splice::{ConnectionBytes, Counters, Sides, splice};
@@ -130,12 +132,28 @@ pub fn restore(headers: &mut HeaderMap, protocol: HeaderValue) {
 
 type Relay = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// A client connection as its driver hands it over after the 101.
+pub trait ClientStream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> ClientStream for T {}
+pub type HandedOver = Box<dyn ClientStream>;
+
+#[derive(Default)]
+struct Pending {
+    relay: Option<Relay>,
+    /// Where the relay waits for the client's connection, when the driver
+    /// hands it over itself.
+    handover: Option<oneshot::Sender<HandedOver>>,
+    /// The driver hands the connection over (hyper's own upgrade is not
+    /// used on it).
+    hands_over: bool,
+}
+
 /// Where a request's handler leaves the relay of an upgraded connection.
 /// The connection's own task runs it once HTTP is done with the socket, so
 /// the connection keeps its place under `--max-connections` and drains
 /// with its listener like any other.
 #[derive(Clone, Default)]
-pub struct UpgradeSlot(Arc<Mutex<Option<Relay>>>);
+pub struct UpgradeSlot(Arc<Mutex<Pending>>);
 
 impl std::fmt::Debug for UpgradeSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -144,13 +162,27 @@ impl std::fmt::Debug for UpgradeSlot {
 }
 
 impl UpgradeSlot {
-    fn put(&self, relay: Relay) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(relay);
+    /// The slot of a connection whose driver hands the client's socket
+    /// over once hyper returns it ([`crate::http::park`]).
+    pub fn handing_over() -> Self {
+        UpgradeSlot(Arc::new(Mutex::new(Pending {
+            hands_over: true,
+            ..Pending::default()
+        })))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Where to hand the client's connection, if a request upgraded it.
+    pub fn take_handover(&self) -> Option<oneshot::Sender<HandedOver>> {
+        self.lock().handover.take()
     }
 
     /// Runs the relay, if a request left one.
     pub async fn run(&self) {
-        let relay = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let relay = self.lock().relay.take();
         if let Some(relay) = relay {
             relay.await;
         }
@@ -167,7 +199,21 @@ pub fn tunnel(
     metrics: Arc<crate::metrics::Metrics>,
     log: Option<TunnelLog>,
 ) {
-    slot.put(relay(client, backend, idle, metrics, log));
+    let mut pending = slot.lock();
+    let relay = if pending.hands_over {
+        let (handover, handed) = oneshot::channel();
+        pending.handover = Some(handover);
+        let client = async move { handed.await.map_err(|e| e.to_string()) };
+        relay(client, backend, idle, metrics, log)
+    } else {
+        relay(upgraded(client), backend, idle, metrics, log)
+    };
+    pending.relay = Some(relay);
+}
+
+/// hyper's hand-over of an upgraded connection.
+async fn upgraded(on: OnUpgrade) -> Result<TokioIo<hyper::upgrade::Upgraded>, String> {
+    on.await.map(TokioIo::new).map_err(|e| e.to_string())
 }
 
 /// Relays an extended CONNECT tunnel on a task of its own: it is one
@@ -180,20 +226,24 @@ pub fn spawn_tunnel(
     metrics: Arc<crate::metrics::Metrics>,
     log: Option<TunnelLog>,
 ) {
-    tokio::spawn(relay(client, backend, idle, metrics, log));
+    tokio::spawn(relay(upgraded(client), backend, idle, metrics, log));
 }
 
-fn relay(
-    client: OnUpgrade,
+fn relay<C, S>(
+    client: C,
     backend: OnUpgrade,
     idle: Duration,
     metrics: Arc<crate::metrics::Metrics>,
     log: Option<TunnelLog>,
-) -> Relay {
+) -> Relay
+where
+    C: Future<Output = Result<S, String>> + Send + 'static,
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
     // Built outside the future, so a relay dropped unrun still closes it.
     let log = ClosesOnDrop(log);
     Box::pin(async move {
-        let (client, backend) = match tokio::join!(client, backend) {
+        let (client, backend) = match tokio::join!(client, upgraded(backend)) {
             (Ok(c), Ok(b)) => (c, b),
             (c, b) => {
                 tracing::debug!(client = ?c.err(), backend = ?b.err(), "upgrade hand-over failed");
@@ -205,8 +255,8 @@ fn relay(
         m.total.fetch_add(1, Ordering::Relaxed);
         m.active.fetch_add(1, Ordering::Relaxed);
         let end = splice(
-            TokioIo::new(client),
-            TokioIo::new(backend),
+            client,
+            backend,
             idle,
             Counters {
                 inbound: &m.bytes_in,

@@ -14,12 +14,13 @@ use tokio::time::{Instant, timeout_at};
 
 use super::TlsInfo;
 use super::client_hello::read_client_hello;
-use super::preface::plausible_start;
+use super::preface::{H2_PREFACE_LINE, plausible_start};
 use super::proxy_header::read_proxy_header;
 use super::rewind::Rewind;
 use super::tls::{TlsAction, TlsSocket};
 use super::{SocketMode, SocketPlan};
 use crate::handler::{ConnInfo, Shared, SharedTable};
+use crate::http::park::serve_http1;
 use crate::http::server::{Versions, serve_connection};
 use crate::l4::tcp::{TcpTimeouts, proxy_connection};
 
@@ -160,13 +161,16 @@ async fn serve(
     let mut read = BytesMut::new();
     let client = match plan.proxy_protocol {
         None => peer,
-        Some(setting) => match read_proxy_header(&mut stream, &mut read, peer, setting).await {
-            Ok(client) => client,
-            Err(refused) => {
-                state.shared.metrics.proxy_protocol.refused(refused);
-                return tracing::debug!(%peer, ?refused, "PROXY protocol header refused; closing");
+        // Boxed: only sockets that expect the header pay for its future.
+        Some(setting) => {
+            match Box::pin(read_proxy_header(&mut stream, &mut read, peer, setting)).await {
+                Ok(client) => client,
+                Err(refused) => {
+                    state.shared.metrics.proxy_protocol.refused(refused);
+                    return tracing::debug!(%peer, ?refused, "PROXY protocol header refused; closing");
+                }
             }
-        },
+        }
     };
     let info = ConnInfo {
         socket: state.socket,
@@ -181,7 +185,20 @@ async fn serve(
     // Each kind of connection's future is boxed: inline, every connection
     // would hold room for the largest (TLS) for as long as it lasts.
     match &plan.mode {
-        SocketMode::Http => Box::pin(http_connection((stream, read), state, info, watcher)).await,
+        SocketMode::Http => {
+            // Judged in a box of its own, freed before serving.
+            let Some((io, h2)) = Box::pin(judge_http((stream, read), &state, client)).await else {
+                return;
+            };
+            let shared = (state.shared, state.table);
+            // Boxed apart: inline, this future would keep room for the
+            // larger of the two (h2) on every connection.
+            if h2 {
+                Box::pin(serve_connection(io, shared, info, Versions::Http2, watcher)).await;
+            } else {
+                Box::pin(serve_http1(io, shared, info, watcher)).await;
+            }
+        }
         SocketMode::Tls(tls) => {
             Box::pin(tls_connection((stream, read), tls, state, info, watcher)).await;
         }
@@ -196,14 +213,13 @@ async fn serve(
     }
 }
 
-/// Judges the first bytes to be HTTP, then serves HTTP/1.1 or h2c.
-async fn http_connection(
+/// Judges the first bytes to be HTTP: the connection with them to replay,
+/// and whether they are the h2c preface.
+async fn judge_http(
     (mut stream, mut read): (TcpStream, BytesMut),
-    state: SocketState,
-    info: ConnInfo,
-    watcher: watch::Receiver<bool>,
-) {
-    let client = info.client;
+    state: &SocketState,
+    client: SocketAddr,
+) -> Option<(Rewind<TcpStream>, bool)> {
     // Before its first request a connection is both idle and waiting for
     // a head: the shorter limit.
     let limits = &state.shared.limits;
@@ -212,12 +228,17 @@ async fn http_connection(
     let judged = plausible_start(&mut stream, &mut read);
     match timeout_at(deadline, judged).await {
         Ok(true) => {
-            let io = Rewind::new(read.freeze(), stream);
-            let shared = (state.shared, state.table);
-            serve_connection(io, shared, info, Versions::Either, watcher).await;
+            let h2 = read.starts_with(H2_PREFACE_LINE);
+            Some((Rewind::new(read.freeze(), stream), h2))
         }
-        Ok(false) => tracing::debug!(%client, "not HTTP; closing"),
-        Err(_) => tracing::debug!(%client, "no request line in time"),
+        Ok(false) => {
+            tracing::debug!(%client, "not HTTP; closing");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(%client, "no request line in time");
+            None
+        }
     }
 }
 

@@ -12,7 +12,7 @@ mod preface;
 mod proxy_header;
 mod proxy_metrics;
 pub mod proxy_protocol;
-mod rewind;
+pub(crate) mod rewind;
 pub mod tls;
 mod tls_info;
 

@@ -7,7 +7,7 @@
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-const H2_PREFACE_LINE: &[u8] = b"PRI * HTTP/2.0\r\n";
+pub const H2_PREFACE_LINE: &[u8] = b"PRI * HTTP/2.0\r\n";
 /// Enough for a request line up to the default request-target limit; a
 /// longer one is left to the HTTP server (which answers 414 or 400).
 const LIMIT: usize = 9 * 1024;

@@ -17,6 +17,25 @@ impl<T> Rewind<T> {
     pub fn new(prefix: Bytes, inner: T) -> Self {
         Rewind { prefix, inner }
     }
+
+    /// Bytes are waiting to be replayed.
+    pub fn has_prefix(&self) -> bool {
+        !self.prefix.is_empty()
+    }
+
+    pub fn get_ref(&self) -> &T {
+        &self.inner
+    }
+
+    /// Puts `bytes` back in front of whatever is still to be replayed.
+    /// Copied: they are usually a few bytes left in a buffer of kilobytes,
+    /// which sharing would keep alive.
+    pub fn unread(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.prefix = [bytes, &self.prefix[..]].concat().into();
+    }
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Rewind<T> {
@@ -83,6 +102,17 @@ mod tests {
         let mut out = String::new();
         io.read_to_string(&mut out).await.unwrap();
         assert_eq!(out, "hello world");
+    }
+
+    #[tokio::test]
+    async fn unread_bytes_come_first() {
+        let inner = std::io::Cursor::new(b"!".to_vec());
+        let mut io = Rewind::new(Bytes::from_static(b"world"), inner);
+        io.unread(b"");
+        io.unread(b"hello ");
+        let mut out = String::new();
+        io.read_to_string(&mut out).await.unwrap();
+        assert_eq!(out, "hello world!");
     }
 
     #[tokio::test]

@@ -27,6 +27,7 @@ mod lifecycle;
 mod limits;
 mod lookup_index;
 mod mirrors;
+mod parking;
 mod path_normalization;
 mod path_rewrite;
 mod phase_order;

@@ -345,6 +345,34 @@ pub async fn get(client: &TestClient, port: u16, host: &str, path: &str) -> Repl
     send(client, request(port, host, path)).await
 }
 
+/// An origin that accepts any upgrade (as `text/html`, to tempt the
+/// filter) and then echoes the tunnel's bytes.
+pub async fn upgrading_origin() -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = TcpListener::bind((LOCALHOST, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let answer = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+                              Connection: Upgrade\r\nContent-Type: text/html\r\n\r\n";
+                stream.write_all(answer.as_bytes()).await.unwrap();
+                let (mut read, mut write) = stream.split();
+                let _ = tokio::io::copy(&mut read, &mut write).await;
+            });
+        }
+    });
+    addr
+}
+
 /// Polls `check` until it holds, failing after a deadline.
 pub async fn wait_until<F, Fut>(what: &str, mut check: F)
 where
