@@ -136,3 +136,32 @@ async fn a_parked_connection_upgrades_with_the_bytes_that_came_along() {
     assert_eq!(&later, b"later");
     assert_eq!(parked(&proxy), 0);
 }
+
+/// A body the proxy answered before reading it whole: the connection is
+/// not parked mid-body, so the rest of the body is never read as a request.
+#[tokio::test(start_paused = true)]
+async fn a_connection_mid_body_is_never_parked() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let routes = vec![route("r", &[], vec![prefix("/")], vec![to("echo", 1)])];
+    let (proxy, _) = start_proxy(simple_config(port, routes, backend.addr)).await;
+    let mut stream = TcpStream::connect((LOCALHOST, port)).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let smuggled = b"GET /smuggled HTTP/1.1\r\nHost: h.test\r\n\r\n";
+    let head = format!(
+        "POST /upload HTTP/1.1\r\nHost: h.test\r\nContent-Length: {}\r\n\r\n",
+        4 + smuggled.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(b"abcd").await.unwrap();
+    // The echo backend answers without reading the body.
+    assert_eq!(response(&mut stream).await.0, 200);
+    idle_a_while().await;
+    assert_eq!(parked(&proxy), 0);
+    stream.write_all(smuggled).await.unwrap();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut rest));
+    assert!(closed.await.is_ok(), "not closed");
+    assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
+    assert_eq!(backend.hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
