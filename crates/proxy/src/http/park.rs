@@ -124,13 +124,31 @@ pub async fn serve_http1(
             }
             Session::Failed => return,
         }
-        metrics.http1_parked.fetch_add(1, Ordering::Relaxed);
-        let next = Box::pin(watch.parked(&mut stream, &mut drain)).await;
-        metrics.http1_parked.fetch_sub(1, Ordering::Relaxed);
+        let next = {
+            let _counted = Parked::count(&metrics);
+            Box::pin(watch.parked(&mut stream, &mut drain)).await
+        };
         if !next {
             let _ = stream.shutdown().await;
             return;
         }
+    }
+}
+
+/// One parked connection in the gauge, until dropped (also when the
+/// connection's task is aborted at a drain timeout).
+struct Parked<'a>(&'a Metrics);
+
+impl<'a> Parked<'a> {
+    fn count(metrics: &'a Metrics) -> Self {
+        metrics.http1_parked.fetch_add(1, Ordering::Relaxed);
+        Parked(metrics)
+    }
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.0.http1_parked.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -165,3 +165,23 @@ async fn a_connection_mid_body_is_never_parked() {
     assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
     assert_eq!(backend.hits.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_draining_listener_closes_its_parked_connections() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let routes = vec![route("r", &[], vec![prefix("/")], vec![to("echo", 1)])];
+    let (proxy, _) = start_proxy(simple_config(port, routes, backend.addr)).await;
+    let mut stream = TcpStream::connect((LOCALHOST, port)).await.unwrap();
+    stream.write_all(GET).await.unwrap();
+    assert_eq!(response(&mut stream).await.0, 200);
+    idle_a_while().await;
+    assert_eq!(parked(&proxy), 1);
+    // The listener goes away: its parked connection closes, uncounted.
+    proxy.apply(config(vec![], vec![])).await;
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest));
+    assert!(closed.await.is_ok(), "not closed by the drain");
+    assert!(rest.is_empty(), "{rest:?}");
+    assert_eq!(parked(&proxy), 0);
+}
