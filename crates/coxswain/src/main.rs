@@ -12,6 +12,7 @@
 )]
 
 mod admin;
+mod allocator;
 mod check;
 mod cli;
 mod conditions;
@@ -72,6 +73,7 @@ fn with_runtime(workers: usize, future: impl Future<Output = anyhow::Result<()>>
     if workers > 0 {
         builder.worker_threads(workers);
     }
+    builder.on_thread_park(allocator::collect_when_idle);
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {

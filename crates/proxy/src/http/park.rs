@@ -19,7 +19,7 @@
 //!
 //! TLS connections are not parked: rustls keeps buffers of its own.
 
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -64,60 +64,68 @@ enum Session {
 /// Serves HTTP/1.1 on a plain connection until the client closes it, its
 /// listener drains, or it sits idle for the idle timeout; parks it while
 /// it idles.
-pub async fn serve_http1(
+pub fn serve_http1(
     io: Rewind<TcpStream>,
     (shared, table): (Arc<Shared>, SharedTable),
     info: ConnInfo,
-    mut drain: watch::Receiver<bool>,
-) {
+    drain: watch::Receiver<bool>,
+) -> impl Future<Output = ()> + Send {
+    // Built here, not in the loop's future: an async fn keeps its
+    // arguments for its whole life, so this one gets only what it uses.
     let activity = Activity::new();
-    let upgrade = UpgradeSlot::handing_over();
     let info = ConnInfo {
-        upgrade: upgrade.clone(),
+        upgrade: UpgradeSlot::handing_over(),
         ..info
     };
-    let client = info.client;
-    let linger = info.linger.clone();
-    let metrics = shared.metrics.clone();
-    let idle = shared.limits.idle_timeout;
+    let stream = Watched {
+        inner: Lingering::new(io, info.linger.clone()),
+        activity: activity.clone(),
+    };
     let service = ConnService {
         shared,
         table,
         info,
-        activity: activity.clone(),
+        activity,
     };
-    let mut stream = Watched {
-        inner: Lingering::new(io, linger.clone()),
-        activity: activity.clone(),
-    };
+    serve(service, stream, drain)
+}
+
+async fn serve(service: ConnService, mut stream: Stream, mut drain: watch::Receiver<bool>) {
+    let ConnService {
+        shared,
+        info,
+        activity,
+        ..
+    } = &service;
     let watch = Watch {
-        activity: &activity,
-        idle,
-        metrics: &metrics,
-        client,
+        activity,
+        idle: shared.limits.idle_timeout,
+        metrics: &shared.metrics,
+        client: info.client,
     };
     loop {
         // Boxed, and the box gone before parking: a parked connection
-        // holds none of hyper's state.
-        // The waits are boxed too: inline, the connection's future would
-        // keep room for the larger of them while parked.
+        // holds none of hyper's state. The waits are boxed too: inline,
+        // this future would keep room for the larger of them while parked.
         let session = {
-            let http1 = &service.shared.http1;
-            let mut conn = Box::new(http1.serve_connection(TokioIo::new(stream), service.clone()));
+            let conn = shared
+                .http1
+                .serve_connection(TokioIo::new(stream), service.clone());
+            let mut conn = Box::new(conn);
             let session = Box::pin(watch.drive(&mut conn, &mut drain)).await;
             let parts = conn.into_parts();
             stream = parts.io.into_inner();
             stream.inner.get_mut().unread(&parts.read_buf);
             session
         };
-        if let Some(handover) = upgrade.take_handover() {
+        if let Some(handover) = info.upgrade.take_handover() {
             // The 101 is written; the relay takes the socket from here.
             let _ = handover.send(Box::new(stream));
-            upgrade.run().await;
+            info.upgrade.run().await;
             return;
         }
         match session {
-            Session::Parked if !linger.wanted() => {}
+            Session::Parked if !info.linger.wanted() => {}
             Session::Parked | Session::Ended => {
                 let _ = stream.shutdown().await;
                 return;
@@ -125,7 +133,7 @@ pub async fn serve_http1(
             Session::Failed => return,
         }
         let next = {
-            let _counted = Parked::count(&metrics);
+            let _counted = Parked::count(&shared.metrics);
             Box::pin(watch.parked(&mut stream, &mut drain)).await
         };
         if !next {
