@@ -20,6 +20,7 @@ use hyper::body::Incoming;
 use tokio::time::Instant;
 
 use super::body::ProxyBody;
+use super::headers::lists_token;
 use crate::handler::{ConnInfo, Shared, SharedTable, handle};
 
 /// Requests in flight on one connection, and when one last started or ended.
@@ -135,12 +136,7 @@ impl hyper::service::Service<Request<Incoming>> for ConnService {
 
 /// `Connection: close` among the request's connection options.
 fn lists_close(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.trim().eq_ignore_ascii_case("close"))
+    lists_token(headers, CONNECTION, "close")
 }
 
 /// A response body that ends its request's time in flight when hyper

@@ -13,6 +13,17 @@ pub const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for
 pub const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 
+/// Whether a comma-separated header (`Connection`, `TE`) lists `token`, in
+/// any of its values, case-insensitively.
+pub fn lists_token(headers: &HeaderMap, name: HeaderName, token: &str) -> bool {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
+}
+
 /// Removes hop-by-hop headers, including those named by `Connection`.
 /// `TE: trailers` survives on requests (it is end-to-end in meaning).
 pub fn strip_hop_by_hop(headers: &mut HeaderMap, is_request: bool) {
@@ -26,13 +37,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, is_request: bool) {
     for name in named {
         headers.remove(name);
     }
-    let keeps_trailers = is_request
-        && headers
-            .get_all(TE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case("trailers"));
+    let keeps_trailers = is_request && lists_token(headers, TE, "trailers");
     for name in [CONNECTION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE] {
         headers.remove(name);
     }

@@ -22,6 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
 use crate::access_log::{ClosesOnDrop, TunnelLog};
+use crate::http::headers::lists_token;
 use crate::l4::splice::{ConnectionBytes, Counters, Sides, splice};
 
 /// Upgraded connections, for `/metrics`.
@@ -79,13 +80,7 @@ pub fn requested<B>(req: &Request<B>) -> Option<HeaderValue> {
     if req.version() != Version::HTTP_11 {
         return None;
     }
-    let asks = req
-        .headers()
-        .get_all(CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    let asks = lists_token(req.headers(), CONNECTION, "upgrade");
     asks.then(|| req.headers().get(UPGRADE).cloned()).flatten()
 }
 
