@@ -104,9 +104,11 @@ pub fn quickstart_config(dir: &TempDir, http_port: u16, echo_port: u16) {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "yaml") {
             let text = std::fs::read_to_string(&path).unwrap();
+            // Whole lines: an HTTP port of 30000 must not read as a second
+            // "port: 3000" to replace.
             let text = text
-                .replace("port: 8080", &format!("port: {http_port}"))
-                .replace("port: 3000", &format!("port: {echo_port}"));
+                .replace("port: 8080\n", &format!("port: {http_port}\n"))
+                .replace("port: 3000\n", &format!("port: {echo_port}\n"));
             dir.write(path.file_name().unwrap().to_str().unwrap(), &text);
         }
     }
