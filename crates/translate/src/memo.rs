@@ -76,6 +76,12 @@ impl Translator {
         }
         crate::translate_memoised(snapshot, options, assigned, &mut self.memo)
     }
+
+    /// See [`crate::route::RouteMemo::cluster_copies`].
+    #[cfg(test)]
+    pub(crate) fn cluster_copies(&self) -> (usize, usize) {
+        self.memo.routes.cluster_copies()
+    }
 }
 
 /// Everything but the routes that a route's outcome reads.

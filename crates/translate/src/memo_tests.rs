@@ -389,3 +389,63 @@ fn parameters_that_make_a_gateway_unusable_recompute_its_routes() {
     );
     assert_eq!(resized.dedicated["a/gw"].spec.replicas, Some(3));
 }
+
+/// A route to `backend` on the Gateway's listener "any".
+fn route_to(name: &str, path: &str, backend: &str) -> Object {
+    Object::HttpRoute(Arc::new(typed::<HttpRoute>(json!({
+        "metadata": {"name": name, "namespace": "a"},
+        "spec": {
+            "parentRefs": [{"name": "gw", "namespace": "a", "sectionName": "any"}],
+            "rules": [{
+                "matches": [{"path": {"type": "PathPrefix", "value": path}}],
+                "backendRefs": [{"name": backend, "port": 80}]
+            }]
+        }
+    }))))
+}
+
+/// Routes recomputed in later passes share the cluster spec of the routes
+/// left alone, and a spec no route holds is forgotten: churn never grows
+/// towards a copy per route.
+#[test]
+fn routes_share_cluster_specs_across_passes() {
+    let mut s = Snapshot::default();
+    s.insert(Object::GatewayClass(Arc::new(typed::<GatewayClass>(
+        json!({
+            "metadata": {"name": "c"},
+            "spec": {"controllerName": DEFAULT_CONTROLLER_NAME}
+        }),
+    ))));
+    s.insert(gateway(&mut Rng(7)));
+    for name in ["s1", "s2"] {
+        s.insert(service("a", name));
+        s.insert(slice("a", name, 1));
+    }
+    for name in ["r0", "r1", "r2"] {
+        s.insert(route_to(name, "/", "s1"));
+    }
+    let mut translator = Translator::new();
+    translator.translate(&s, &options());
+    assert_eq!(translator.cluster_copies(), (1, 1));
+
+    s.insert(route_to("r0", "/edited", "s1"));
+    translator.translate(&s, &options());
+    assert_eq!(
+        translator.cluster_copies(),
+        (1, 1),
+        "an edited route shares s1"
+    );
+
+    s.insert(route_to("r1", "/", "s2"));
+    translator.translate(&s, &options());
+    assert_eq!(translator.cluster_copies(), (2, 2));
+
+    s.insert(route_to("r0", "/", "s2"));
+    s.insert(route_to("r2", "/", "s2"));
+    translator.translate(&s, &options());
+    assert_eq!(
+        translator.cluster_copies(),
+        (1, 1),
+        "s1's spec is forgotten"
+    );
+}

@@ -70,15 +70,18 @@ pub struct RouteOutcome {
     /// `None` when no parentRef names a Gateway of ours.
     pub status: Option<Arc<RouteStatus>>,
     /// Service ports referenced by the route's rules, when it attached;
-    /// shared with the other routes of the same pass that reference them.
+    /// shared with every other kept route that references them.
     pub clusters: Vec<Arc<ClusterSpec>>,
 }
 
-/// One `Arc` per distinct cluster among the outcomes a pass computes:
-/// routes to the same Service port share its spec instead of each keeping
-/// a copy (184 bytes and three strings) for as long as it is unchanged.
+/// One `Arc` per distinct cluster among the kept outcomes: routes to the
+/// same Service port share its spec instead of each keeping a copy (184
+/// bytes and three strings). Kept across passes, so a route recomputed
+/// later shares the spec of the routes left unchanged; a per-pass table
+/// gave each pass's routes their own copy, which under churn grew towards
+/// one copy per route.
 #[derive(Default)]
-struct SharedClusters(HashMap<String, Arc<ClusterSpec>>);
+pub struct SharedClusters(HashMap<String, Arc<ClusterSpec>>);
 
 impl SharedClusters {
     fn get(&mut self, spec: &ClusterSpec) -> Arc<ClusterSpec> {
@@ -91,12 +94,41 @@ impl SharedClusters {
             }
         }
     }
+
+    /// Forgets the specs no outcome holds any more.
+    fn prune(&mut self) {
+        self.0.retain(|_, spec| Arc::strong_count(spec) > 1);
+    }
 }
 
 /// Per-route outcomes kept between runs, with the route object each was
-/// computed from (compared by identity, then without its status). Sorted like the snapshot's routes,
-/// so refreshing it is one merge walk.
-pub type RouteMemo = BTreeMap<RouteKey, (Object, RouteOutcome)>;
+/// computed from (compared by identity, then without its status), sorted
+/// like the snapshot's routes so refreshing them is one merge walk; and the
+/// cluster specs they share.
+#[derive(Default)]
+pub struct RouteMemo {
+    outcomes: BTreeMap<RouteKey, (Object, RouteOutcome)>,
+    clusters: SharedClusters,
+}
+
+impl RouteMemo {
+    /// Forgets every outcome, so the next pass recomputes each route.
+    pub fn clear(&mut self) {
+        *self = RouteMemo::default();
+    }
+
+    /// Distinct cluster spec allocations the kept outcomes hold, and the
+    /// entries of the shared table.
+    #[cfg(test)]
+    pub(crate) fn cluster_copies(&self) -> (usize, usize) {
+        let mut held: Vec<*const ClusterSpec> = (self.outcomes.values())
+            .flat_map(|(_, outcome)| outcome.clusters.iter().map(Arc::as_ptr))
+            .collect();
+        held.sort_unstable();
+        held.dedup();
+        (held.len(), self.clusters.0.len())
+    }
+}
 
 /// Attaches every route; updates listeners' attachedRoutes and returns IR
 /// rules per listener plus each route's status. Routes whose object is the
@@ -110,9 +142,9 @@ pub fn attach_routes(
 ) -> Attachments {
     let lookup = Lookup::new(snapshot);
     let current = all_routes(snapshot);
-    let mut previous = std::mem::take(memo).into_iter().peekable();
+    let mut previous = std::mem::take(&mut memo.outcomes).into_iter().peekable();
     let mut refreshed = Vec::with_capacity(current.len());
-    let mut shared = SharedClusters::default();
+    let shared = &mut memo.clusters;
     for (key, object) in current {
         // Both are sorted by key: skip memo entries of deleted routes.
         while previous.next_if(|(k, _)| *k < key).is_some() {}
@@ -125,7 +157,7 @@ pub fn attach_routes(
             let outcome = match AnyRoute::of(&object) {
                 Some(route) => {
                     let inputs = (snapshot, &*gateways, options, &lookup);
-                    route_outcome(inputs, &mut shared, &key.1, route)
+                    route_outcome(inputs, shared, &key.1, route)
                 }
                 None => RouteOutcome::default(),
             };
@@ -133,7 +165,9 @@ pub fn attach_routes(
         }));
     }
     drop(previous);
-    *memo = refreshed.into_iter().collect();
+    memo.outcomes = refreshed.into_iter().collect();
+    memo.clusters.prune();
+    let memo = &memo.outcomes;
 
     let mut out = Attachments::default();
     let mut ranked: Vec<(Option<&Time>, &RouteKey, &RouteOutcome)> = memo
