@@ -36,11 +36,11 @@ use tokio::time::{Instant, sleep_until};
 
 use super::activity::{Activity, ConnService};
 use super::linger::Lingering;
+use super::server::connection_failed;
 use super::upgrade::UpgradeSlot;
 use crate::handler::{ConnInfo, Shared, SharedTable};
 use crate::listen::rewind::Rewind;
 use crate::metrics::Metrics;
-use crate::rejections::RejectReason;
 
 /// How long a connection sits idle before its buffers are released: long
 /// enough that a client sending back to back never pays for a new hyper
@@ -231,10 +231,7 @@ impl Watch<'_> {
         match result {
             Ok(()) => Session::Ended,
             Err(e) => {
-                if e.is_parse() || e.is_parse_too_large() {
-                    self.metrics.rejections.record(RejectReason::HeadParse);
-                }
-                tracing::debug!(client = %self.client, error = %e, "connection ended with error");
+                connection_failed(self.metrics, self.client, &e);
                 Session::Failed
             }
         }

@@ -19,27 +19,30 @@ use crate::handler::{ConnInfo, Shared, SharedTable};
 use crate::metrics::Metrics;
 use crate::rejections::RejectReason;
 
-/// The HTTP/1 connection builder of plain connections
-/// ([`super::park`]); its settings are the same as [`builder`]'s.
+/// Sets the HTTP/1 limits on either of hyper's HTTP/1 builders (plain
+/// connections' own, or the HTTP/1 half of the auto builder): they share
+/// no trait, and what they enforce must never differ.
+macro_rules! set_http1_limits {
+    ($builder:expr, $limits:expr) => {
+        $builder
+            .timer(TokioTimer::new())
+            .header_read_timeout($limits.header_read_timeout)
+            .max_buf_size($limits.max_header_bytes.max(8192))
+            .max_headers($limits.max_headers)
+    };
+}
+
+/// The HTTP/1 connection builder of plain connections ([`super::park`]).
 pub fn http1_builder(limits: &HttpLimits) -> hyper::server::conn::http1::Builder {
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
-        .max_buf_size(limits.max_header_bytes.max(8192))
-        .max_headers(limits.max_headers);
+    set_http1_limits!(builder, limits);
     builder
 }
 
 /// The connection builder of TLS connections and h2c.
 pub fn builder(limits: &HttpLimits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
-        .max_buf_size(limits.max_header_bytes.max(8192))
-        .max_headers(limits.max_headers);
+    set_http1_limits!(builder.http1(), limits);
     let h2 = &limits.h2;
     builder
         .http2()
@@ -156,10 +159,7 @@ impl Watch<'_> {
             tokio::select! {
                 result = conn.as_mut() => {
                     if let Err(e) = result {
-                        if e.downcast_ref::<hyper::Error>().is_some_and(|e| e.is_parse() || e.is_parse_too_large()) {
-                            metrics.rejections.record(RejectReason::HeadParse);
-                        }
-                        tracing::debug!(%client, error = %e, "connection ended with error");
+                        connection_failed(metrics, client, &*e);
                     }
                     break;
                 }
@@ -179,6 +179,20 @@ impl Watch<'_> {
             }
         }
     }
+}
+
+/// Logs a connection that ended in an error; a request head hyper could
+/// not parse counts as a rejection.
+pub(super) fn connection_failed(
+    metrics: &Metrics,
+    client: std::net::SocketAddr,
+    error: &(dyn std::error::Error + 'static),
+) {
+    let hyper_error = error.downcast_ref::<hyper::Error>();
+    if hyper_error.is_some_and(|e| e.is_parse() || e.is_parse_too_large()) {
+        metrics.rejections.record(RejectReason::HeadParse);
+    }
+    tracing::debug!(%client, error = %error, "connection ended with error");
 }
 
 /// Sleeps until `deadline`; with none (a request is in flight), re-checks
