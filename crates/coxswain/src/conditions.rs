@@ -156,7 +156,7 @@ pub fn problems(statuses: &Statuses) -> Vec<(&'static str, &ObjectKey, String)> 
     for ((kind, key), status) in &statuses.routes {
         for parent in &status.parents {
             let scope = || format!("parent {}", parent.parent_ref.name);
-            check(kind.as_str(), key, &scope, &parent.conditions);
+            check(kind.as_str(), key, &scope, &parent.to_api().conditions);
         }
     }
     for (key, status) in &statuses.listener_sets {

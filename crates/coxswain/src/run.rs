@@ -39,7 +39,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         state,
         translator: Translator::new(),
         options: Options {
-            controller_name: args.controller_name.clone(),
+            controller_name: args.controller_name.as_str().into(),
             default_address: args.bind_address,
             now: now(),
             ingress: args.ingress.options(),

@@ -257,7 +257,7 @@ pub fn translate_store(
     let view = for_translation(store.snapshot(), filter);
     let classes = our_classes(&view, &config.controller_name, filter);
     let options = Options {
-        controller_name: config.controller_name.clone(),
+        controller_name: config.controller_name.as_str().into(),
         default_address: config.default_address,
         now: Time(now),
         ingress: config.ingress.clone(),

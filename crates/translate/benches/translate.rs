@@ -76,7 +76,7 @@ fn snapshot() -> Snapshot {
 fn bench(c: &mut Criterion) {
     let snapshot = snapshot();
     let options = Options {
-        controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
+        controller_name: DEFAULT_CONTROLLER_NAME.into(),
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::UNIX_EPOCH),
         ingress: Default::default(),

@@ -1,6 +1,8 @@
 //! Typed condition types and reasons, and the one place that turns them into
 //! Kubernetes `Condition` values.
 
+use std::borrow::Cow;
+
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 /// Every condition type the translator writes.
@@ -117,7 +119,9 @@ pub struct Cond {
     pub type_: ConditionType,
     pub status: bool,
     pub reason: Reason,
-    pub message: String,
+    /// Mostly a fixed text: a route's status keeps its conditions for as
+    /// long as the route is unchanged.
+    pub message: Cow<'static, str>,
 }
 
 impl Cond {
@@ -125,7 +129,7 @@ impl Cond {
         type_: ConditionType,
         status: bool,
         reason: Reason,
-        message: impl Into<String>,
+        message: impl Into<Cow<'static, str>>,
     ) -> Self {
         Cond {
             type_,
@@ -149,7 +153,7 @@ impl Stamp<'_> {
             type_: cond.type_.as_str().to_string(),
             status: if cond.status { "True" } else { "False" }.to_string(),
             reason: cond.reason.as_str().to_string(),
-            message: cond.message,
+            message: cond.message.into_owned(),
             observed_generation: self.generation,
             last_transition_time: self.now.clone(),
         }

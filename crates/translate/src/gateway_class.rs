@@ -14,7 +14,7 @@ pub fn our_classes(snapshot: &Snapshot, options: &Options) -> BTreeSet<String> {
     snapshot
         .gateway_classes
         .iter()
-        .filter(|(_, class)| class.spec.controller_name == options.controller_name)
+        .filter(|(_, class)| class.spec.controller_name == *options.controller_name)
         .map(|(key, _)| key.name.to_string())
         .collect()
 }

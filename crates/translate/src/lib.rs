@@ -45,7 +45,7 @@ pub use memo::Translator;
 pub use output::{Output, Statuses, api_kind, route_kind};
 pub use parameters::{PARAMETERS_KIND, spec_problem};
 pub use policy::backend_tls::MAX_ANCESTORS;
-pub use route::{RouteKey, RouteStatus};
+pub use route::{ParentStatus, RouteKey, RouteStatus};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -61,7 +61,8 @@ pub const DEFAULT_CONTROLLER_NAME: &str = "coxswain-labs.dev/gateway-controller"
 #[derive(Clone, Debug)]
 pub struct Options {
     /// GatewayClasses whose `spec.controllerName` equals this are ours.
-    pub controller_name: String,
+    /// Shared: every route's status names it.
+    pub controller_name: Arc<str>,
     /// Listeners of Gateways without `spec.addresses` bind here.
     pub default_address: IpAddr,
     /// `lastTransitionTime` for conditions computed in this run.
@@ -78,7 +79,7 @@ impl Options {
     /// As standalone mode translates by default: Ingresses on ports 80 and
     /// 443, and nobody provisioning dedicated pools.
     pub fn standalone(
-        controller_name: impl Into<String>,
+        controller_name: impl Into<Arc<str>>,
         default_address: IpAddr,
         now: Time,
     ) -> Options {

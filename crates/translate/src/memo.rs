@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use coxswain_api::{ObjectKey, Snapshot};
 
@@ -86,7 +87,7 @@ impl Translator {
 
 /// Everything but the routes that a route's outcome reads.
 struct World {
-    controller_name: String,
+    controller_name: Arc<str>,
     default_address: IpAddr,
     assigned: BTreeMap<ObjectKey, AssignedAddresses>,
     /// The snapshot's route inputs ([`coxswain_api::Kind::route_input`]).

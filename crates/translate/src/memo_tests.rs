@@ -19,7 +19,7 @@ fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
 
 fn options() -> Options {
     Options {
-        controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
+        controller_name: DEFAULT_CONTROLLER_NAME.into(),
         default_address: [127, 0, 0, 1].into(),
         now: Time(Timestamp::UNIX_EPOCH),
         ingress: Default::default(),

@@ -10,6 +10,7 @@ use coxswain_api::gw::xbackendtrafficpolicies::XBackendTrafficPolicyStatus;
 use coxswain_ir::RouteKind;
 
 use crate::IngressOutcome;
+use crate::conditions::ConditionType;
 use crate::route::{RouteKey, RouteStatus};
 use coxswain_api::{CoxswainGatewayParameters, Kind, ObjectKey};
 
@@ -129,7 +130,7 @@ impl Output {
         let routes = self.statuses.routes.values().all(|s| {
             s.parents
                 .iter()
-                .all(|p| ok(&p.conditions, &["Accepted", "ResolvedRefs"]))
+                .all(|p| p.all_true(&[ConditionType::Accepted, ConditionType::ResolvedRefs]))
         });
         let policies = self.statuses.backend_tls_policies.values().all(|s| {
             s.ancestors

@@ -76,7 +76,7 @@ fn options(text: &str) -> Options {
         .lines()
         .any(|l| l.trim() == "# options: dedicated-pools");
     Options {
-        controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
+        controller_name: DEFAULT_CONTROLLER_NAME.into(),
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::from_second(1_767_225_600).unwrap()),
         ingress: Default::default(),

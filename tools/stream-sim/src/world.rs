@@ -24,7 +24,7 @@ pub const GATEWAY: &str = "infra/gw";
 /// `coxswain controller`), so the Gateway's parametersRef is honoured.
 pub fn options() -> Options {
     Options {
-        controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
+        controller_name: DEFAULT_CONTROLLER_NAME.into(),
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::UNIX_EPOCH),
         ingress: Default::default(),

@@ -30,7 +30,7 @@ fn load_and_translate(dir: &Path, args: &CheckArgs) -> Option<(Loaded, Output)> 
         return None;
     }
     let options = Options {
-        controller_name: args.controller_name.clone(),
+        controller_name: args.controller_name.as_str().into(),
         default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         now: crate::run::now(),
         ingress: args.ingress.options(),

@@ -74,6 +74,9 @@ impl Settled {
 #[cfg(test)]
 mod tests {
     use coxswain_api::HttpRoute;
+    use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use coxswain_api::k8s_openapi::jiff::Timestamp;
+    use coxswain_translate::ParentStatus;
 
     use super::*;
 
@@ -109,7 +112,13 @@ mod tests {
         settled.record("HTTPRoute", &key, &live, &desired);
         settled.end_pass();
         let mut other = RouteStatus::default();
-        other.parents.push(Default::default());
+        other.parents.push(ParentStatus {
+            parent_ref: Default::default(),
+            conditions: Vec::new(),
+            generation: None,
+            since: Time(Timestamp::UNIX_EPOCH),
+            controller_name: "c".into(),
+        });
         assert!(!settled.still("HTTPRoute", &key, &live, &Arc::new(other)));
         settled.record("HTTPRoute", &key, &live, &desired);
         settled.end_pass();

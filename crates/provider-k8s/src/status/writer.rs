@@ -9,6 +9,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use coxswain_api::gw::httproutes::HttpRouteStatus;
 use coxswain_api::{Kind, ObjectKey};
 use coxswain_ir::RouteKind;
 use coxswain_translate::{RouteStatus, api_kind};
@@ -354,7 +355,7 @@ impl Plan<'_> {
     }
 }
 
-/// A route kind's object: its status has the shape of [`RouteStatus`].
+/// A route kind's object: its status has the shape of [`HttpRouteStatus`].
 trait RouteObject:
     kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
     + Clone
@@ -416,10 +417,10 @@ impl Plan<'_> {
             Metrics::add(&self.metrics.status_writes_skipped);
             return;
         }
-        let live_status: Option<RouteStatus> = live.status().and_then(reshape);
+        let live_status: Option<HttpRouteStatus> = live.status().and_then(reshape);
         let merged = merge_route(
             live_status.as_ref(),
-            (**desired).clone(),
+            desired.to_api(),
             &self.config.controller_name,
         );
         let Some(merged) = reshape::<_, K::Status>(&merged) else {

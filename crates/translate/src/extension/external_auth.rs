@@ -211,7 +211,12 @@ fn unresolved(reason: Reason, message: &str) -> Vec<Cond> {
             Reason::Invalid,
             "its authorization service cannot be used: the rules using it answer 503",
         ),
-        Cond::new(ConditionType::ResolvedRefs, false, reason, message),
+        Cond::new(
+            ConditionType::ResolvedRefs,
+            false,
+            reason,
+            message.to_string(),
+        ),
     ]
 }
 

@@ -324,7 +324,12 @@ pub fn accepted() -> Vec<Cond> {
 pub fn accepted_with(message: &str) -> Vec<Cond> {
     use crate::conditions::ConditionType;
     vec![
-        Cond::new(ConditionType::Accepted, true, Reason::Accepted, message),
+        Cond::new(
+            ConditionType::Accepted,
+            true,
+            Reason::Accepted,
+            message.to_string(),
+        ),
         Cond::new(
             ConditionType::ResolvedRefs,
             true,

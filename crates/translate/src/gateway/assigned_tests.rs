@@ -13,7 +13,7 @@ use crate::{AssignedAddresses, DEFAULT_CONTROLLER_NAME, Options, translate_with_
 
 fn options() -> Options {
     Options {
-        controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
+        controller_name: DEFAULT_CONTROLLER_NAME.into(),
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::UNIX_EPOCH),
         ingress: Default::default(),

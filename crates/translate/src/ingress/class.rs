@@ -31,7 +31,7 @@ impl<'a> Classes<'a> {
             .iter()
             .map(|(key, class)| {
                 let ours = class.spec.as_ref().and_then(|s| s.controller.as_deref())
-                    == Some(options.controller_name.as_str());
+                    == Some(&*options.controller_name);
                 (&*key.name, (ours, class.as_ref()))
             })
             .collect();

@@ -139,7 +139,7 @@ impl<'a> BackendTlsIndex<'a> {
                         section_name: None,
                     },
                     conditions: stamp.all(conditions.clone()),
-                    controller_name: options.controller_name.clone(),
+                    controller_name: options.controller_name.to_string(),
                 })
                 .take(MAX_ANCESTORS)
                 .collect();

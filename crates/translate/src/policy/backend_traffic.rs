@@ -108,7 +108,7 @@ impl<'a> BackendTrafficIndex<'a> {
                         section_name: None,
                     },
                     conditions: stamp.all(conditions.clone()),
-                    controller_name: options.controller_name.clone(),
+                    controller_name: options.controller_name.to_string(),
                 })
                 .take(MAX_ANCESTORS)
                 .collect();

@@ -389,7 +389,7 @@ fn status(
                     name,
                     namespace: Some(key.namespace.to_string()),
                 },
-                controller_name: options.controller_name.clone(),
+                controller_name: options.controller_name.to_string(),
                 conditions: stamp.all(vec![cond]),
             }
         })

@@ -220,14 +220,19 @@ fn conflicted(status: Arc<RouteStatus>, outcome: &RouteOutcome, lost: &[Lost]) -
         let Some((kind, key)) = winner else {
             continue;
         };
-        if let Some(c) = entry.conditions.iter_mut().find(|c| c.type_ == "Accepted") {
-            c.status = "False".to_string();
-            c.reason = Reason::NotAllowedByListeners.as_str().to_string();
+        if let Some(c) = entry
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == ConditionType::Accepted)
+        {
+            c.status = false;
+            c.reason = Reason::NotAllowedByListeners;
             c.message = format!(
                 "{} {key} already serves an overlapping hostname on this parent's listeners; \
                  of an HTTPRoute and a GRPCRoute sharing a hostname only the older is accepted",
                 kind.as_str()
-            );
+            )
+            .into();
         }
     }
     Arc::new(status)
@@ -480,6 +485,6 @@ fn attach_parent(
     ))
 }
 
-fn rejected(reason: Reason, message: impl Into<String>) -> Cond {
+fn rejected(reason: Reason, message: impl Into<std::borrow::Cow<'static, str>>) -> Cond {
     Cond::new(ConditionType::Accepted, false, reason, message)
 }

@@ -17,7 +17,7 @@ pub(crate) use http::is_token;
 pub use attach::{IrRoute, ListenerRoutes, RouteMemo, attach_routes};
 pub use backends::ClusterSpec;
 pub use object::RouteKey;
-pub use status::RouteStatus;
+pub use status::{ParentStatus, RouteStatus};
 
 use std::sync::Arc;
 

@@ -22,7 +22,7 @@ pub enum AnyRoute<'a> {
 pub type RouteKey = (RouteKind, ObjectKey);
 
 /// A parentRef, whatever the route kind.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ParentRef {
     pub group: Option<String>,
     pub kind: Option<String>,
