@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use coxswain_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use coxswain_api::k8s_openapi::jiff::Timestamp;
@@ -27,6 +28,18 @@ pub struct Loaded {
 
 type Id = (Kind, ObjectKey);
 
+/// What the provider keeps for an object some file defines. One entry per
+/// object (thousands of routes): its order and its owner share a key.
+#[derive(Debug)]
+struct Known {
+    /// Order in which the object was first seen: its default
+    /// creationTimestamp, so "oldest wins" ties follow first appearance.
+    order: i64,
+    /// The file whose object is in the snapshot. `None` only between
+    /// stamping a file's objects and claiming them.
+    owner: Option<Arc<Path>>,
+}
+
 #[derive(Default)]
 struct FileState {
     /// The last version of the file that parsed cleanly.
@@ -42,17 +55,13 @@ pub struct FileProvider {
     /// Problems with the directory itself (unreadable, ...).
     root_errors: Vec<LoadError>,
     snapshot: Snapshot,
-    /// The file whose object is in the snapshot, per object.
-    owners: HashMap<Id, PathBuf>,
+    /// Every object some file defines. Forgotten when no file defines it
+    /// any more (as an API server forgets a deleted one), so churn under
+    /// new names cannot grow it.
+    known: HashMap<Id, Known>,
     /// Other files defining an already-owned object (reported as errors;
     /// the first takes over if the owner lets go).
     shadowed: BTreeMap<Id, BTreeSet<PathBuf>>,
-    /// Order in which each object was first seen: its default
-    /// creationTimestamp, so "oldest wins" ties follow first appearance.
-    /// Forgotten when no file defines the object any more (as an API
-    /// server forgets a deleted one), so churn under new names cannot
-    /// grow it.
-    first_seen: HashMap<Id, i64>,
     /// The order the next new object gets.
     next_order: i64,
 }
@@ -64,9 +73,8 @@ impl FileProvider {
             files: BTreeMap::new(),
             root_errors: Vec::new(),
             snapshot: Snapshot::default(),
-            owners: HashMap::new(),
+            known: HashMap::new(),
             shadowed: BTreeMap::new(),
-            first_seen: HashMap::new(),
             next_order: 0,
         }
     }
@@ -120,7 +128,7 @@ impl FileProvider {
         match parse_file(path, &text) {
             Ok(mut parsed) => {
                 for p in &mut parsed {
-                    stamp((&mut self.first_seen, &mut self.next_order), &mut p.object);
+                    stamp((&mut self.known, &mut self.next_order), &mut p.object);
                 }
                 self.replace_objects(path, parsed);
                 if let Some(state) = self.files.get_mut(path) {
@@ -160,25 +168,27 @@ impl FileProvider {
         let mut released = Vec::new();
         for parsed in old {
             let id = (parsed.object.kind(), parsed.object.key());
-            if self.owners.get(&id).is_some_and(|owner| owner == path) {
-                self.owners.remove(&id);
+            let known = self.known.get_mut(&id);
+            if let Some(known) = known.filter(|k| k.owner.as_deref() == Some(path)) {
+                known.owner = None;
                 self.snapshot.remove(id.0, &id.1);
                 released.push(id);
             } else if let Some(others) = self.shadowed.get_mut(&id) {
                 others.remove(path);
             }
         }
+        let owner: Arc<Path> = Arc::from(path);
         for object in incoming {
-            self.claim(path, object);
+            self.claim(&owner, object);
         }
         // A released object another file also defines: that file takes over.
         for id in released {
-            if self.owners.contains_key(&id) {
+            if self.owner(&id).is_some() {
                 continue;
             }
             let Some(next) = self.shadowed.get_mut(&id).and_then(|s| s.pop_first()) else {
                 // No file defines it any more.
-                self.first_seen.remove(&id);
+                self.known.remove(&id);
                 continue;
             };
             let object = self.files.get(&next).and_then(|state| {
@@ -189,23 +199,36 @@ impl FileProvider {
             });
             if let Some(parsed) = object {
                 let object = parsed.object.clone();
-                self.claim(&next, object);
+                self.claim(&Arc::from(next), object);
             }
         }
         self.shadowed.retain(|_, others| !others.is_empty());
     }
 
-    fn claim(&mut self, path: &Path, object: Object) {
+    /// The file whose object is in the snapshot.
+    fn owner(&self, id: &Id) -> Option<&Path> {
+        self.known.get(id)?.owner.as_deref()
+    }
+
+    fn claim(&mut self, path: &Arc<Path>, object: Object) {
         let id = (object.kind(), object.key());
-        match self.owners.get(&id) {
-            Some(owner) if owner != path => {
+        match self.owner(&id) {
+            Some(owner) if owner != &**path => {
                 self.shadowed
                     .entry(id)
                     .or_default()
                     .insert(path.to_path_buf());
             }
             _ => {
-                self.owners.insert(id, path.to_path_buf());
+                // Stamping made the entry; a missing one is made here, so an
+                // owned object is always known.
+                let next = &mut self.next_order;
+                let known = self.known.entry(id).or_insert_with(|| {
+                    let order = *next;
+                    *next = next.saturating_add(1);
+                    Known { order, owner: None }
+                });
+                known.owner = Some(path.clone());
                 self.snapshot.insert(object);
             }
         }
@@ -229,8 +252,7 @@ impl FileProvider {
         }
         for (id, others) in &self.shadowed {
             let owner = self
-                .owners
-                .get(id)
+                .owner(id)
                 .map(|p| p.display().to_string())
                 .unwrap_or_default();
             for path in others {
@@ -262,7 +284,7 @@ impl FileProvider {
             .iter()
             .flat_map(|(path, state)| {
                 state.good.iter().filter(move |p| {
-                    self.owners.get(&(p.object.kind(), p.object.key())) == Some(path)
+                    self.owner(&(p.object.kind(), p.object.key())) == Some(path.as_path())
                 })
             })
             .map(|p| p.object.clone())
@@ -272,14 +294,15 @@ impl FileProvider {
 
 /// Defaults creationTimestamp (epoch + first-seen order, in seconds) and
 /// generation (1), as an API server would have set them.
-fn stamp((first_seen, next): (&mut HashMap<Id, i64>, &mut i64), object: &mut Object) {
-    let order = *first_seen
+fn stamp((known, next): (&mut HashMap<Id, Known>, &mut i64), object: &mut Object) {
+    let order = known
         .entry((object.kind(), object.key()))
         .or_insert_with(|| {
             let order = *next;
             *next = next.saturating_add(1);
-            order
-        });
+            Known { order, owner: None }
+        })
+        .order;
     let Some(meta) = object.meta_mut() else {
         return;
     };
@@ -335,7 +358,7 @@ mod tests {
             std::fs::remove_file(&path).unwrap();
             provider.reload_file(&path);
         }
-        assert!(provider.first_seen.is_empty(), "{:?}", provider.first_seen);
+        assert!(provider.known.is_empty(), "{:?}", provider.known);
 
         let (a, b) = (dir.join("a.yaml"), dir.join("b.yaml"));
         std::fs::write(&a, route("a")).unwrap();
@@ -348,7 +371,7 @@ mod tests {
         std::fs::write(&a, route("a")).unwrap();
         provider.reload_file(&a);
         assert!(created(&provider, "a") > created(&provider, "b"));
-        assert_eq!(provider.first_seen.len(), 2);
+        assert_eq!(provider.known.len(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
