@@ -29,7 +29,7 @@ pub struct Compiled {
 
 impl Compiled {
     /// Compiles `config`, reusing routes compiled for the previous one.
-    pub fn new(config: &Config, metrics: &Metrics, cache: &mut RouteCache) -> Compiled {
+    pub fn new(config: &Config, metrics: &Arc<Metrics>, cache: &mut RouteCache) -> Compiled {
         let router = Router::compile_reusing(config, metrics, cache);
         let clusters = cache.clusters();
         let certificates = Certificates::default();

@@ -262,7 +262,7 @@ async fn respond(
         req.extensions_mut().insert(seed);
     }
     if let Some(call) = call {
-        call.routed(&route.metrics);
+        call.routed(route.metrics());
     }
     if let Some(span) = span.as_deref_mut() {
         span.routed(&crate::trace::route_info(&hit));
@@ -300,7 +300,7 @@ async fn respond(
     };
     let status = outcome.response.status();
     outcome.counters.record(status.as_u16());
-    route.metrics.observe(started.elapsed());
+    route.metrics().observe(started.elapsed());
     tracing::debug!(route = %route.label, %status, "request done");
     outcome.response
 }

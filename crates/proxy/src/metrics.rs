@@ -75,7 +75,8 @@ pub struct RouteMetrics {
     /// gRPC calls by `grpc-status`, made on the route's first gRPC call
     /// (144 bytes most routes never need).
     grpc: OnceLock<Box<GrpcStatusCounters>>,
-    /// Compile-time only: upstream name -> counters, sorted by name. A
+    /// Upstream name -> counters, sorted by name; locked when a route is
+    /// compiled and on a backend's first response. A
     /// list, not a map: a route has one or two, and a map's first node
     /// alone is ~370 bytes for every route.
     upstreams: Mutex<Vec<(Box<str>, Arc<StatusCounters>)>>,
@@ -102,6 +103,16 @@ impl RouteMetrics {
     /// The route's gRPC call counters.
     pub fn grpc(&self) -> &GrpcStatusCounters {
         self.grpc.get_or_init(Box::default)
+    }
+
+    /// The counters for `upstream`, if they were made.
+    pub fn existing_upstream(&self, upstream: &str) -> Option<Arc<StatusCounters>> {
+        let list = self
+            .upstreams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let found = list.binary_search_by(|(name, _)| (**name).cmp(upstream));
+        found.ok().and_then(|i| list.get(i)).map(|(_, c)| c.clone())
     }
 
     /// Counters for responses attributed to `upstream` ("" when none).
@@ -183,6 +194,12 @@ impl Metrics {
     pub fn route(&self, label: &str) -> Arc<RouteMetrics> {
         let mut map = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
         map.entry(label.to_string()).or_default().clone()
+    }
+
+    /// The handles of `label`'s series, if they were made.
+    pub fn existing_route(&self, label: &str) -> Option<Arc<RouteMetrics>> {
+        let map = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(label).cloned()
     }
 
     /// Drops the handles only the registries still hold: the series of a

@@ -41,7 +41,7 @@ pub async fn forward<'r>(
     };
     let local = |status, text| Forwarded {
         response: plain(status, text),
-        counters: &backend.counters,
+        counters: route.counters(backend),
     };
     let cluster = match &backend.target {
         Target::Cluster(c) => c,
@@ -154,6 +154,6 @@ pub async fn forward<'r>(
     }
     Forwarded {
         response,
-        counters: &backend.counters,
+        counters: route.counters(backend),
     }
 }

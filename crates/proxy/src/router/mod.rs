@@ -212,10 +212,10 @@ impl Router {
     /// Compiles `config` with metrics handles from a private registry
     /// (benchmarks and tests).
     pub fn compile(config: &Config) -> Router {
-        Router::compile_with(config, &Metrics::default())
+        Router::compile_with(config, &Arc::default())
     }
 
-    pub(crate) fn compile_with(config: &Config, metrics: &Metrics) -> Router {
+    pub(crate) fn compile_with(config: &Config, metrics: &Arc<Metrics>) -> Router {
         Router::compile_reusing(config, metrics, &mut RouteCache::default())
     }
 
@@ -223,7 +223,7 @@ impl Router {
     /// (see [`RouteCache`]); `cache` then describes this config.
     pub(crate) fn compile_reusing(
         config: &Config,
-        metrics: &Metrics,
+        metrics: &Arc<Metrics>,
         cache: &mut RouteCache,
     ) -> Router {
         let mut reuse = cache.begin(config, metrics);
@@ -273,7 +273,7 @@ impl Router {
         listener: &Listener,
         routes: &[Arc<coxswain_ir::Route>],
         reuse: &mut Reuse<'_>,
-        metrics: &Metrics,
+        metrics: &Arc<Metrics>,
     ) -> BucketBuilder {
         let mut builder = BucketBuilder::default();
         for route in routes {

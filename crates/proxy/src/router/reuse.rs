@@ -140,7 +140,7 @@ impl Reuse<'_> {
     pub fn compiled(
         &mut self,
         route: &Arc<Route>,
-        metrics: &Metrics,
+        metrics: &Arc<Metrics>,
     ) -> Result<Arc<CompiledRoute>, MatchError> {
         let ptr = Arc::as_ptr(route) as usize;
         if let Some((_, compiled)) = self.cache.routes.get(&ptr) {
@@ -196,7 +196,7 @@ mod tests {
     }
 
     fn compile(cache: &mut RouteCache, config: &Config, route: &Arc<Route>) -> Arc<CompiledRoute> {
-        let metrics = Metrics::default();
+        let metrics = Arc::new(Metrics::default());
         cache
             .begin(config, &metrics)
             .compiled(route, &metrics)

@@ -162,6 +162,37 @@ async fn metrics_count_requests_and_applies() {
     assert_eq!(proxy.config().sockets[0].port, port);
 }
 
+/// A route's series are made on its first request: a large config whose
+/// routes mostly see no traffic does not hold handles for each.
+#[tokio::test]
+async fn a_routes_series_appear_with_its_first_request() {
+    let backend = echo_backend("b").await;
+    let port = free_port();
+    let (proxy, _) = start_proxy(simple_config(port, routes("lazy"), backend.addr)).await;
+    let rendered = || {
+        let mut out = String::new();
+        proxy.render_metrics(&mut out);
+        out
+    };
+    let before = rendered();
+    assert!(!before.contains(r#"route="ns/lazy/0""#), "{before}");
+    assert_eq!(
+        get(&client(), port, "lazy.test", "/").await.status,
+        StatusCode::OK
+    );
+    let after = rendered();
+    assert!(
+        after.contains(
+            r#"coxswain_proxy_requests_total{route="ns/lazy/0",status="200",upstream="echo"} 1"#
+        ),
+        "{after}"
+    );
+    assert!(
+        after.contains(r#"coxswain_proxy_request_duration_seconds_count{route="ns/lazy/0"} 1"#),
+        "{after}"
+    );
+}
+
 /// Route churn under new names must not grow `/metrics` (or the registry
 /// behind it): a removed route's series go with the next config.
 #[tokio::test]
