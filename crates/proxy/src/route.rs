@@ -76,8 +76,9 @@ pub struct CompiledRoute {
     backends: Weighted<Backend>,
     pub timeouts: Timeouts,
     pub retry: RetryPolicy,
-    /// The rule's session persistence.
-    pub session: Option<SessionPolicy>,
+    /// The rule's session persistence. Boxed: 72 bytes most routes do not
+    /// use.
+    pub session: Option<Box<SessionPolicy>>,
     /// Where this route's series are made. They are made on its first
     /// request: most routes of a large config never see one, and the
     /// handles cost about 470 bytes per route. A route compiled while its
@@ -145,7 +146,11 @@ impl CompiledRoute {
             backends,
             timeouts: route.timeouts.clone(),
             retry: RetryPolicy::compile(route.retry.as_ref()),
-            session: route.session.as_ref().and_then(SessionPolicy::compile),
+            session: route
+                .session
+                .as_ref()
+                .and_then(SessionPolicy::compile)
+                .map(Box::new),
             local_counters: OnceLock::new(),
             registry: metrics.clone(),
             metrics: once(existing),

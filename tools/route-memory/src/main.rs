@@ -160,7 +160,7 @@ mod tests {
     }
 
     /// Counted bytes, not RSS or time, so the figures repeat exactly; the
-    /// bounds sit above today's (about 1.6, 1.2 and 0.95 KiB) and below
+    /// bounds sit above today's (about 1.6, 1.2 and 0.9 KiB) and below
     /// what each stage kept before its lists were compacted (3.7, 3.2 and
     /// 2.3 KiB; the file cache 1.7 while each object's owner and order
     /// were two maps, the translator 1.5 while route statuses were held
