@@ -36,7 +36,7 @@ const MAX_DOCUMENTS: usize = 32;
 
 pub fn options() -> Options {
     Options {
-        controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
+        controller_name: DEFAULT_CONTROLLER_NAME.into(),
         default_address: [0, 0, 0, 0].into(),
         now: Time(Timestamp::from_second(1_767_225_600).unwrap_or(Timestamp::UNIX_EPOCH)),
         ingress: Default::default(),
