@@ -130,6 +130,24 @@ async fn bind_errors_are_reported_not_fatal() {
     assert_eq!(get(&client(), busy, "k.test", "/").await.route(), "on-b");
 }
 
+fn rendered(proxy: &coxswain_proxy::Proxy) -> String {
+    let mut out = String::new();
+    proxy.render_metrics(&mut out);
+    out
+}
+
+/// `route` answered `n` requests, all 200 from upstream `echo`, and its
+/// duration histogram counted each.
+fn assert_counted(out: &str, route: &str, n: u32) {
+    let requests = format!(
+        r#"coxswain_proxy_requests_total{{route="{route}",status="200",upstream="echo"}} {n}"#
+    );
+    let durations =
+        format!(r#"coxswain_proxy_request_duration_seconds_count{{route="{route}"}} {n}"#);
+    assert!(out.contains(&requests), "no `{requests}` in:\n{out}");
+    assert!(out.contains(&durations), "no `{durations}` in:\n{out}");
+}
+
 #[tokio::test]
 async fn metrics_count_requests_and_applies() {
     let backend = echo_backend("b").await;
@@ -143,18 +161,8 @@ async fn metrics_count_requests_and_applies() {
         .apply(simple_config(port, routes("m"), backend.addr))
         .await;
     get(&c, port, "m.test", "/").await;
-    let mut out = String::new();
-    proxy.render_metrics(&mut out);
-    assert!(
-        out.contains(
-            r#"coxswain_proxy_requests_total{route="ns/m/0",status="200",upstream="echo"} 4"#
-        ),
-        "{out}"
-    );
-    assert!(
-        out.contains(r#"coxswain_proxy_request_duration_seconds_count{route="ns/m/0"} 4"#),
-        "{out}"
-    );
+    let out = rendered(&proxy);
+    assert_counted(&out, "ns/m/0", 4);
     assert!(
         out.contains("coxswain_proxy_config_applies_total 2"),
         "{out}"
@@ -169,28 +177,13 @@ async fn a_routes_series_appear_with_its_first_request() {
     let backend = echo_backend("b").await;
     let port = free_port();
     let (proxy, _) = start_proxy(simple_config(port, routes("lazy"), backend.addr)).await;
-    let rendered = || {
-        let mut out = String::new();
-        proxy.render_metrics(&mut out);
-        out
-    };
-    let before = rendered();
+    let before = rendered(&proxy);
     assert!(!before.contains(r#"route="ns/lazy/0""#), "{before}");
     assert_eq!(
         get(&client(), port, "lazy.test", "/").await.status,
         StatusCode::OK
     );
-    let after = rendered();
-    assert!(
-        after.contains(
-            r#"coxswain_proxy_requests_total{route="ns/lazy/0",status="200",upstream="echo"} 1"#
-        ),
-        "{after}"
-    );
-    assert!(
-        after.contains(r#"coxswain_proxy_request_duration_seconds_count{route="ns/lazy/0"} 1"#),
-        "{after}"
-    );
+    assert_counted(&rendered(&proxy), "ns/lazy/0", 1);
 }
 
 /// Route churn under new names must not grow `/metrics` (or the registry
@@ -202,11 +195,6 @@ async fn a_removed_routes_series_leave_metrics() {
     let (proxy, _) = start_proxy(simple_config(port, routes("gone"), backend.addr)).await;
     let c = client();
     assert_eq!(get(&c, port, "gone.test", "/").await.status, StatusCode::OK);
-    let rendered = |proxy: &coxswain_proxy::Proxy| {
-        let mut out = String::new();
-        proxy.render_metrics(&mut out);
-        out
-    };
     assert!(rendered(&proxy).contains(r#"route="ns/gone/0""#));
     proxy
         .apply(simple_config(port, routes("kept"), backend.addr))

@@ -100,7 +100,7 @@ impl ParentStatus {
             // them to their defaults.
             parent_ref: HttpRouteStatusParentsParentRef {
                 group: Some(parent.group().to_string()),
-                kind: Some(parent.kind.as_deref().unwrap_or("Gateway").to_string()),
+                kind: Some(parent.kind().to_string()),
                 name: parent.name.clone(),
                 namespace: parent.namespace.clone(),
                 port: parent.port,
